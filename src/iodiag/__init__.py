@@ -1,0 +1,3 @@
+"""iodiag: I/O profiling and diagnosis for HPC data workflows, built around Darshan."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,322 @@
+"""Darshan logs of one job -> one JobProfile (times on one epoch clock)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..config import Config
+from ..errors import NoUsableData
+from ..profile import (
+    OP,
+    OPS_MODULE,
+    JobInfo,
+    JobProfile,
+    LoadIssue,
+    ProgramInfo,
+    Table,
+    empty_table,
+)
+from .readers.darshan import ALL_MODULES, COUNTER_MODULES
+from .readers.isolate import LogResult, read_logs
+
+# <user>_<exe>_id<jobid>[-<pid>]_<date>-<secs>-<hash>_<n>.darshan
+LOG_NAME_RE = re.compile(r"^(?P<user>.+?)_(?P<exe>[^_]+(?:_[^_]+)*?)_id(?P<jobid>\d+)(?:-(?P<pid>\d+))?_(?P<rest>.*)$")
+
+PARTIAL_CAUSE = {
+    "DXT_POSIX": "the DXT trace buffer filled up (DXT keeps a bounded amount of memory per process)",
+    "DXT_MPIIO": "the DXT trace buffer filled up (DXT keeps a bounded amount of memory per process)",
+    "HEATMAP": "the heatmap ran out of bins or records",
+}
+
+
+def parse_log_name(path: str) -> dict[str, str]:
+    m = LOG_NAME_RE.match(os.path.basename(path))
+    return m.groupdict() if m else {}
+
+
+def _fs_lookup(mounts: list[tuple[str, str]]):
+    ordered = sorted(mounts, key=lambda m: len(m[0]), reverse=True)
+
+    def lookup(path: str) -> tuple[str, str]:
+        for mnt, fstype in ordered:
+            if path == mnt or path.startswith(mnt.rstrip("/") + "/") or mnt == "/":
+                return mnt, fstype
+        return "", ""
+
+    return lookup
+
+
+def _partial_issue(path: str, mod: str) -> LoadIssue:
+    cause = PARTIAL_CAUSE.get(mod, "the module reached its record cap (1,024 records per process by default); later files were not recorded")
+    return LoadIssue(
+        path=path, kind="partial-module", module=mod, cause=cause,
+        next_step="re-run with a DARSHAN_CONFIG_PATH file raising MAX_RECORDS / DXT memory (iodiag run does this)",
+    )
+
+
+def _log_start(h: dict[str, Any]) -> float:
+    return h["start_sec"] + h["start_nsec"] * 1e-9
+
+
+def _derived_end(data: dict[str, Any], start: float) -> float | None:
+    """Latest time any record saw I/O (for logs whose header has no end time)."""
+    latest = 0.0
+    for mod in ("POSIX", "STDIO", "MPI-IO"):
+        rec = data["mods"].get(mod)
+        if rec is None or not len(rec["file_id"]):
+            continue
+        names = rec["fcounter_names"]
+        cols = [i for i, n in enumerate(names) if n.endswith("_END_TIMESTAMP")]
+        if cols:
+            latest = max(latest, float(np.max(rec["fcounters"][:, cols])))
+    for mod in ("DXT_POSIX", "DXT_MPIIO"):
+        rec = data["mods"].get(mod)
+        if rec is not None and len(rec["end"]):
+            latest = max(latest, float(rec["end"].max()))
+    return start + latest if latest > 0 else None
+
+
+def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, obfuscated_names: bool = False) -> JobProfile:
+    """Merge per-log results into one profile; raise NoUsableData when none loaded."""
+    good = [r for r in results if r.data is not None]
+    issues: list[LoadIssue] = []
+    for r in results:
+        if r.data is None:
+            issues.append(LoadIssue(path=r.path, kind=r.error_kind or "unreadable", cause=r.error or "unknown",
+                                    next_step="the log is damaged; re-run the job or recover it with darshan-util"))
+    if not good:
+        first = issues[0] if issues else None
+        where = first.path if first else "(no logs)"
+        raise NoUsableData(
+            f"no log of this job could be read: {where}: {first.cause if first else 'nothing to read'}",
+            hint="check the file is a complete Darshan log (darshan-parser FILE); logs of killed processes may be empty",
+        )
+
+    proc_cols: dict[str, list] = {k: [] for k in ("proc", "log", "rank", "pid", "host", "exe", "log_path", "start_s", "end_s", "partial")}
+    counters: dict[str, list[dict[str, np.ndarray]]] = {}
+    ops_parts: list[dict[str, np.ndarray]] = []
+    heat_parts: list[dict[str, np.ndarray]] = []
+    names: dict[int, str] = {}
+    mounts: list[tuple[str, str]] = []
+    modules: list[str] = []
+    partial_modules: list[str] = []
+    programs: dict[str, ProgramInfo] = {}
+    starts, ends = [], []
+    runtime_derived = False
+    proc_offset = 0
+    versions: set[str] = set()
+    formats: set[str] = set()
+    jobids: set[int] = set()
+    users: set[str] = set()
+    uids: set[int] = set()
+    metadata: dict[str, str] = {}
+
+    for li, r in enumerate(good):
+        d = r.data
+        h = d["header"]
+        nprocs = max(int(h["nprocs"]), 1)
+        start = _log_start(h)
+        end = h["end_sec"] + h["end_nsec"] * 1e-9
+        if h["end_sec"] <= 0 or end < start:
+            derived = _derived_end(d, start)
+            end = derived if derived is not None else start
+            runtime_derived = True
+            issues.append(LoadIssue(path=r.path, kind="no-end-time", cause="the log header has no end time (the process was killed); run time is derived from the last recorded I/O"))
+        starts.append(start)
+        ends.append(end)
+        names.update(d.get("names", {}))
+        for m in h["mounts"]:
+            if m not in mounts:
+                mounts.append(m)
+        if h["metadata"].get("lib_ver"):
+            versions.add(h["metadata"]["lib_ver"])
+        formats.add(h["log_format"])
+        jobids.add(h["jobid"])
+        uids.add(h["uid"])
+        metadata.update(h["metadata"])
+        parsed = parse_log_name(r.path)
+        if parsed.get("user") and not parsed["user"].isdigit():
+            users.add(parsed["user"])
+        pid = int(parsed["pid"]) if parsed.get("pid") else -1
+        exe_full = h["exe"]
+        exe = exe_full.split(" ", 1)[0] if exe_full else ""
+        args = exe_full.split(" ", 1)[1] if " " in exe_full else ""
+        prog = programs.setdefault(exe, ProgramInfo(exe=exe, args=args, nprocs=0, logs=[]))
+        prog.nprocs += nprocs
+        prog.logs.append(r.path)
+
+        log_partial = False
+        for mod, info in h["modules"].items():
+            if mod not in modules:
+                modules.append(mod)
+            if info["partial"]:
+                log_partial = True
+                if mod not in partial_modules:
+                    partial_modules.append(mod)
+                issues.append(_partial_issue(r.path, mod))
+        for mod, cause in d["losses"]:
+            log_partial = True
+            if mod not in partial_modules:
+                partial_modules.append(mod)
+            issues.append(LoadIssue(path=r.path, kind="truncated", module=mod, cause=cause,
+                                    next_step="numbers from this module are a lower bound; the log file is damaged"))
+
+        # hosts per rank from DXT records, when present
+        hosts = [""] * nprocs
+        for mod in ("DXT_POSIX", "DXT_MPIIO"):
+            rec = d["mods"].get(mod)
+            if rec is not None:
+                for rk, host in zip(rec["rec_rank"].tolist(), rec["rec_host"].tolist()):
+                    if 0 <= rk < nprocs and not hosts[rk]:
+                        hosts[rk] = host
+        if nprocs == 1 and not hosts[0]:
+            hosts[0] = h["metadata"].get("hostname", "")
+        proc_cols["proc"].extend(range(proc_offset, proc_offset + nprocs))
+        proc_cols["log"].extend([li] * nprocs)
+        proc_cols["rank"].extend(range(nprocs))
+        proc_cols["pid"].extend([pid] * nprocs if nprocs == 1 else [-1] * nprocs)
+        proc_cols["host"].extend(hosts)
+        proc_cols["exe"].extend([exe] * nprocs)
+        proc_cols["log_path"].extend([r.path] * nprocs)
+        proc_cols["start_s"].extend([start] * nprocs)
+        proc_cols["end_s"].extend([end] * nprocs)
+        proc_cols["partial"].extend([log_partial] * nprocs)
+
+        def to_proc(ranks: np.ndarray) -> np.ndarray:
+            return np.where(ranks >= 0, ranks + proc_offset, -1)
+
+        for mod in COUNTER_MODULES:
+            rec = d["mods"].get(mod)
+            if rec is None:
+                continue
+            cols = {"log": np.full(len(rec["file_id"]), li, "i8"), "proc": to_proc(rec["rank"]), "rank": rec["rank"], "file_id": rec["file_id"]}
+            if "file_rec_id" in rec:
+                cols["file_rec_id"] = rec["file_rec_id"]
+            for j, n in enumerate(rec["counter_names"]):
+                cols[n] = rec["counters"][:, j]
+            for j, n in enumerate(rec["fcounter_names"]):
+                cols[n] = rec["fcounters"][:, j]
+            counters.setdefault(mod, []).append(cols)
+        lus = d["mods"].get("LUSTRE")
+        if lus is not None:
+            counters.setdefault("LUSTRE", []).append({
+                "log": np.full(len(lus["file_id"]), li, "i8"), "proc": to_proc(lus["rank"]), "rank": lus["rank"],
+                "file_id": lus["file_id"], "stripe_size": lus["stripe_size"], "stripe_count": lus["stripe_count"], "osts": lus["osts"],
+            })
+        for mod, code in (("DXT_POSIX", OPS_MODULE["POSIX"]), ("DXT_MPIIO", OPS_MODULE["MPIIO"])):
+            rec = d["mods"].get(mod)
+            if rec is None or not len(rec["offset"]):
+                continue
+            n = len(rec["offset"])
+            ops_parts.append({
+                "proc": to_proc(rec["rank"]), "thread": np.full(n, -1, "i8"), "file_id": rec["file_id"],
+                "module": np.full(n, code, "i1"), "op": np.where(rec["is_write"], OP["write"], OP["read"]).astype("i1"),
+                "offset": rec["offset"], "length": rec["length"],
+                "start_s": rec["start"] + start, "end_s": rec["end"] + start,
+            })
+        hm = d["mods"].get("HEATMAP")
+        if hm is not None and len(hm["nbins"]):
+            nb = hm["nbins"]
+            rec_mod = []
+            for fid in hm["rec_file_id"].tolist():
+                name = d.get("names", {}).get(fid, "")
+                m = name.split(":", 1)[1] if name.startswith("heatmap:") else "POSIX"
+                rec_mod.append(OPS_MODULE.get(m.replace("-", ""), OPS_MODULE["POSIX"]))
+            rec_idx = np.repeat(np.arange(len(nb)), nb)
+            first = np.concatenate([[0], np.cumsum(nb)[:-1]])
+            bins = np.arange(int(nb.sum())) - np.repeat(first, nb)
+            width = hm["bin_width_s"][rec_idx]
+            heat_parts.append({
+                "proc": to_proc(hm["rec_rank"])[rec_idx], "module": np.asarray(rec_mod, "i1")[rec_idx], "bin": bins.astype("i8"),
+                "start_s": start + bins * width, "end_s": start + (bins + 1) * width,
+                "read_bytes": hm["read_bins"], "write_bytes": hm["write_bins"],
+            })
+        proc_offset += nprocs
+
+    # files table: every id seen in a counters/ops table, with its path and file system
+    ids: set[int] = set()
+    for parts in counters.values():
+        for c in parts:
+            ids.update(c["file_id"].tolist())
+    for part in ops_parts:
+        ids.update(np.unique(part["file_id"]).tolist())
+    lookup = _fs_lookup(mounts)
+    fid = sorted(ids)
+    paths = [names.get(i, f"<unnamed {i:016x}>") for i in fid]
+    mnt = [lookup(p) for p in paths]
+    files = Table({
+        "file_id": np.asarray(fid, dtype="u8"), "path": np.asarray(paths, dtype=object),
+        "mount": np.asarray([m[0] for m in mnt], dtype=object), "fs_type": np.asarray([m[1] for m in mnt], dtype=object),
+    })
+
+    first = good[0].data["header"]
+    start = min(starts)
+    end = max(ends)
+    prog_list = list(programs.values())
+    main = max(prog_list, key=lambda p: p.nprocs)
+    if job_id is None:
+        job_id = str(next(iter(jobids))) if len(jobids) == 1 else "+".join(str(j) for j in sorted(jobids))
+    job = JobInfo(
+        job_id=job_id,
+        uid=next(iter(uids)) if len(uids) == 1 else None,
+        user=next(iter(users)) if len(users) == 1 else (",".join(sorted(users)) or None),
+        exe=main.exe if len(prog_list) == 1 else " + ".join(p.exe for p in prog_list),
+        args=main.args if len(prog_list) == 1 else "",
+        nprocs=int(proc_offset),
+        start_s=start,
+        end_s=end,
+        runtime_s=max(end - start, 0.0) if len(good) > 1 or runtime_derived else float(first["runtime_s"]),
+        runtime_derived=runtime_derived,
+        darshan_version=",".join(sorted(versions)) or None,
+        log_format=",".join(sorted(formats)),
+        collector="darshan",
+        modules=modules,
+        partial_modules=partial_modules,
+        mounts=mounts,
+        metadata=metadata,
+        programs=prog_list,
+        logs=[r.path for r in results],
+        blind_spots=[],
+    )
+    prof = JobProfile(
+        job=job,
+        processes=Table({k: np.asarray(v, dtype=object if k in ("host", "exe", "log_path") else None) for k, v in proc_cols.items()}),
+        files=files,
+        counters={m: Table.concat(Table(c) for c in parts) for m, parts in counters.items()},
+        ops=_concat_sorted(ops_parts),
+        heatmap=Table.concat(Table(h) for h in heat_parts) if heat_parts else empty_table("heatmap"),
+        issues_seen=issues,
+    )
+    return prof
+
+
+def _concat_sorted(parts: list[dict[str, np.ndarray]]) -> Table:
+    if not parts:
+        return empty_table("ops")
+    t = Table.concat(Table(p) for p in parts)
+    order = np.argsort(t["start_s"], kind="stable")
+    return t.take(order)
+
+
+def load_job(
+    paths: Sequence[str],
+    *,
+    config: Config | None = None,
+    modules: Iterable[str] = ALL_MODULES,
+    job_id: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> JobProfile:
+    """Read every log of one job (isolated, with a timeout each) into a profile."""
+    cfg = config or Config()
+    results = list(read_logs(paths, modules, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate, progress=progress))
+    return build_profile(results, job_id=job_id)
+
+
+def read_headers(paths: Sequence[str], *, config: Config | None = None) -> list[LogResult]:
+    """Headers only: for listing the jobs in a folder."""
+    cfg = config or Config()
+    return list(read_logs(paths, (), names=False, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate))

@@ -1,0 +1,276 @@
+"""Read one Darshan log into plain NumPy arrays (a ``LogData`` dict).
+
+Only the modules asked for are decoded.  Records come from darshan-util; the
+bytes of each C record are copied as-is and viewed through a NumPy structured
+dtype built from the C struct's own layout (``ffi.offsetof``), so a log of
+600k DXT segments costs one C call per record, not a Python object per
+segment.
+
+The result is a picklable dict so that it can cross a process boundary
+(see ``isolate.py``, which runs this in a child that may crash).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any, Iterable
+
+import numpy as np
+
+from .darshan_lib import MOD_NAMES, STRUCTS, counter_names, lib
+
+# modules whose counters land in profile.counters
+COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
+DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+ALL_MODULES = COUNTER_MODULES + ("LUSTRE", "HEATMAP") + DXT_MODULES
+# modules we know but do not decode (AutoPerf, BG/Q): reported as present, never fatal
+OPAQUE_MODULES = ("APXC", "APMPI", "BG/Q", "MDHIM")
+
+
+class LogReadError(Exception):
+    """A log that darshan-util refuses; carries a one-line cause."""
+
+
+@lru_cache(maxsize=None)
+def _record_dtype(mod: str) -> np.dtype:
+    ffi, _ = lib()
+    struct = STRUCTS[mod]
+    nc = len(counter_names(mod))
+    nf = len(counter_names(mod, True))
+    fields = [("id", "<u8", ffi.offsetof(struct, "base_rec") + 0), ("rank", "<i8", ffi.offsetof(struct, "base_rec") + 8)]
+    if mod in ("H5D", "PNETCDF_VAR"):
+        fields.append(("file_rec_id", "<u8", ffi.offsetof(struct, "file_rec_id")))
+    fields.append(("counters", ("<i8", (nc,)), ffi.offsetof(struct, "counters")))
+    fields.append(("fcounters", ("<f8", (nf,)), ffi.offsetof(struct, "fcounters")))
+    return np.dtype({
+        "names": [f[0] for f in fields],
+        "formats": [f[1] for f in fields],
+        "offsets": [f[2] for f in fields],
+        "itemsize": ffi.sizeof(struct),
+    })
+
+
+def _iter_raw(handle, idx: int, size_fn, losses: list, mod: str, limit: int | None = None):
+    """Yield raw C record pointers of one module until the module is exhausted."""
+    ffi, L = lib()
+    buf = ffi.new("void **")
+    n = 0
+    while True:
+        buf[0] = ffi.NULL  # darshan-util allocates a record of the right size when NULL
+        r = L.darshan_log_get_record(handle, idx, buf)
+        if r < 0:
+            losses.append((mod, "darshan-util could not decode a record (log damaged or truncated); later records of this module are lost"))
+            return
+        if r == 0:
+            return
+        try:
+            yield buf[0]
+        finally:
+            L.darshan_free(buf[0])
+            buf[0] = ffi.NULL
+        n += 1
+        if limit is not None and n >= limit:
+            return
+
+
+def _read_generic(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
+    ffi, _ = lib()
+    dt = _record_dtype(mod)
+    size = dt.itemsize
+    chunks = [bytes(ffi.buffer(p, size)) for p in _iter_raw(handle, idx, None, losses, mod)]
+    arr = np.frombuffer(b"".join(chunks), dtype=dt)
+    out = {
+        "file_id": np.ascontiguousarray(arr["id"]),
+        "rank": np.ascontiguousarray(arr["rank"]),
+        "counters": np.ascontiguousarray(arr["counters"]).reshape(len(arr), len(counter_names(mod))),
+        "fcounters": np.ascontiguousarray(arr["fcounters"]).reshape(len(arr), len(counter_names(mod, True))),
+        "counter_names": counter_names(mod),
+        "fcounter_names": counter_names(mod, True),
+    }
+    if "file_rec_id" in dt.names:
+        out["file_rec_id"] = np.ascontiguousarray(arr["file_rec_id"])
+    return out
+
+
+def _read_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
+    ffi, _ = lib()
+    names = counter_names("LUSTRE_COMP")
+    si, sc = names.index("LUSTRE_COMP_STRIPE_SIZE"), names.index("LUSTRE_COMP_STRIPE_COUNT")
+    ids, ranks, ssize, scount, osts = [], [], [], [], []
+    for p in _iter_raw(handle, idx, None, losses, "LUSTRE"):
+        rec = ffi.cast("struct darshan_lustre_record *", p)
+        ncomp = int(rec.num_comps)
+        ost_ptr = ffi.cast("int64_t *", rec.ost_ids)
+        first_size = first_count = 0
+        all_osts: list[int] = []
+        pos = 0
+        for c in range(ncomp):
+            cnt = np.frombuffer(ffi.buffer(rec.comps[c].counters), dtype="<i8")
+            if c == 0:
+                first_size, first_count = int(cnt[si]), int(cnt[sc])
+            k = max(int(cnt[sc]), 0)
+            all_osts.extend(ffi.unpack(ost_ptr + pos, k) if k else [])
+            pos += k
+        ids.append(int(rec.base_rec.id))
+        ranks.append(int(rec.base_rec.rank))
+        ssize.append(first_size)
+        scount.append(first_count)
+        osts.append(",".join(str(o) for o in all_osts))
+    return {
+        "file_id": np.asarray(ids, dtype="u8"), "rank": np.asarray(ranks, dtype="i8"),
+        "stripe_size": np.asarray(ssize, dtype="i8"), "stripe_count": np.asarray(scount, dtype="i8"),
+        "osts": np.asarray(osts, dtype=object),
+    }
+
+
+def _read_dxt(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
+    ffi, _ = lib()
+    hdr = ffi.sizeof("struct dxt_file_record")
+    seg = ffi.sizeof("struct segment_info")
+    ids, ranks, hosts, wcounts, rcounts, blobs = [], [], [], [], [], []
+    for p in _iter_raw(handle, idx, None, losses, mod):
+        rec = ffi.cast("struct dxt_file_record *", p)
+        w, r = int(rec.write_count), int(rec.read_count)
+        ids.append(int(rec.base_rec.id))
+        ranks.append(int(rec.base_rec.rank))
+        hosts.append(ffi.string(rec.hostname).decode("utf-8", "replace"))
+        wcounts.append(w)
+        rcounts.append(r)
+        if w + r:
+            blobs.append(bytes(ffi.buffer(ffi.cast("char *", p) + hdr, (w + r) * seg)))
+    segdt = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+    segs = np.frombuffer(b"".join(blobs), dtype=segdt)
+    w = np.asarray(wcounts, dtype="i8")
+    r = np.asarray(rcounts, dtype="i8")
+    per_rec = w + r
+    # segments of each record are [writes..., reads...]
+    rec_of_seg = np.repeat(np.arange(len(per_rec)), per_rec)
+    start_of_rec = np.concatenate([[0], np.cumsum(per_rec)[:-1]]) if len(per_rec) else np.zeros(0, "i8")
+    pos_in_rec = np.arange(len(segs)) - np.repeat(start_of_rec, per_rec)
+    is_write = pos_in_rec < np.repeat(w, per_rec)
+    return {
+        "rec_file_id": np.asarray(ids, dtype="u8"), "rec_rank": np.asarray(ranks, dtype="i8"),
+        "rec_host": np.asarray(hosts, dtype=object), "rec_writes": w, "rec_reads": r,
+        "file_id": np.asarray(ids, dtype="u8")[rec_of_seg] if len(segs) else np.zeros(0, "u8"),
+        "rank": np.asarray(ranks, dtype="i8")[rec_of_seg] if len(segs) else np.zeros(0, "i8"),
+        "is_write": is_write,
+        "offset": np.ascontiguousarray(segs["offset"]), "length": np.ascontiguousarray(segs["length"]),
+        "start": np.ascontiguousarray(segs["start"]), "end": np.ascontiguousarray(segs["end"]),
+    }
+
+
+def _read_heatmap(handle, idx: int, losses: list) -> dict[str, Any]:
+    ffi, _ = lib()
+    ids, ranks, widths, nb, wb, rb = [], [], [], [], [], []
+    for p in _iter_raw(handle, idx, None, losses, "HEATMAP"):
+        rec = ffi.cast("struct darshan_heatmap_record *", p)
+        n = int(rec.nbins)
+        ids.append(int(rec.base_rec.id))
+        ranks.append(int(rec.base_rec.rank))
+        widths.append(float(rec.bin_width_seconds))
+        nb.append(n)
+        wb.append(np.frombuffer(ffi.buffer(rec.write_bins, 8 * n), dtype="<i8").copy() if n else np.zeros(0, "i8"))
+        rb.append(np.frombuffer(ffi.buffer(rec.read_bins, 8 * n), dtype="<i8").copy() if n else np.zeros(0, "i8"))
+    return {
+        "rec_file_id": np.asarray(ids, dtype="u8"), "rec_rank": np.asarray(ranks, dtype="i8"),
+        "bin_width_s": np.asarray(widths, dtype="f8"), "nbins": np.asarray(nb, dtype="i8"),
+        "write_bins": np.concatenate(wb) if wb else np.zeros(0, "i8"),
+        "read_bins": np.concatenate(rb) if rb else np.zeros(0, "i8"),
+    }
+
+
+def read_header(handle) -> dict[str, Any]:
+    ffi, L = lib()
+    job = ffi.new("struct darshan_job *")
+    if L.darshan_log_get_job(handle, job) < 0:
+        raise LogReadError("the job header cannot be decoded")
+    runtime = ffi.new("double *")
+    L.darshan_log_get_job_runtime(handle, job[0], runtime)
+    meta: dict[str, str] = {}
+    for kv in ffi.string(job.metadata).decode("utf-8", "replace").split("\n"):
+        if "=" in kv:
+            k, v = kv.split("=", 1)
+            meta[k] = v
+    exe = ffi.new("char[]", 4096)
+    L.darshan_log_get_exe(handle, exe)
+    mnts = ffi.new("struct darshan_mnt_info **")
+    cnt = ffi.new("int *")
+    mounts: list[tuple[str, str]] = []
+    if L.darshan_log_get_mounts(handle, mnts, cnt) >= 0:
+        for i in range(cnt[0]):
+            mounts.append((ffi.string(mnts[0][i].mnt_path).decode("utf-8", "replace"), ffi.string(mnts[0][i].mnt_type).decode("utf-8", "replace")))
+        if cnt[0]:
+            L.darshan_free(mnts[0])
+    mods = ffi.new("struct darshan_mod_info **")
+    L.darshan_log_get_modules(handle, mods, cnt)
+    modules = {}
+    for i in range(cnt[0]):
+        m = mods[0][i]
+        modules[ffi.string(m.name).decode()] = {"len": int(m.len), "ver": int(m.ver), "idx": int(m.idx), "partial": bool(m.partial_flag)}
+    if cnt[0]:
+        L.darshan_free(mods[0])
+    return {
+        "uid": int(job.uid), "start_sec": int(job.start_time_sec), "start_nsec": int(job.start_time_nsec),
+        "end_sec": int(job.end_time_sec), "end_nsec": int(job.end_time_nsec), "nprocs": int(job.nprocs),
+        "jobid": int(job.jobid), "runtime_s": float(runtime[0]), "metadata": meta,
+        "log_format": ffi.string(ffi.cast("char *", handle)).decode("ascii", "replace"),
+        "exe": ffi.string(exe).decode("utf-8", "replace"), "mounts": mounts, "modules": modules,
+    }
+
+
+def _names(handle) -> dict[int, str]:
+    ffi, L = lib()
+    nrecs = ffi.new("struct darshan_name_record **")
+    cnt = ffi.new("int *")
+    L.darshan_log_get_name_records(handle, nrecs, cnt)
+    out = {}
+    for i in range(cnt[0]):
+        out[int(nrecs[0][i].id)] = ffi.string(nrecs[0][i].name).decode("utf-8", "replace")
+        L.darshan_free(nrecs[0][i].name)
+    if cnt[0]:
+        L.darshan_free(nrecs[0])
+    return out
+
+
+def read_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names: bool = True) -> dict[str, Any]:
+    """Decode one log.  ``modules=()`` reads only the header (fast listing)."""
+    ffi, L = lib()
+    if not os.path.isfile(path):
+        raise LogReadError("not a file")
+    if os.path.getsize(path) == 0:
+        raise LogReadError("the file is empty (0 bytes): the process that wrote it probably died before Darshan's shutdown")
+    handle = L.darshan_log_open(os.fsencode(path))
+    if handle == ffi.NULL:
+        raise LogReadError("darshan-util cannot open it: not a Darshan log, or its header is damaged")
+    try:
+        header = read_header(handle)
+        data: dict[str, Any] = {"path": path, "header": header, "mods": {}, "losses": []}
+        want = set(modules or ())
+        losses: list = data["losses"]
+        for mod, info in header["modules"].items():
+            if mod not in want:
+                continue
+            idx = MOD_NAMES.index(mod) if mod in MOD_NAMES else info["idx"]
+            if mod in COUNTER_MODULES:
+                rec = _read_generic(handle, idx, mod, losses)
+                n = len(rec["file_id"])
+            elif mod == "LUSTRE":
+                rec = _read_lustre(handle, idx, losses)
+                n = len(rec["file_id"])
+            elif mod in DXT_MODULES:
+                rec = _read_dxt(handle, idx, mod, losses)
+                n = len(rec["rec_file_id"])
+            elif mod == "HEATMAP":
+                rec = _read_heatmap(handle, idx, losses)
+                n = len(rec["rec_file_id"])
+            else:
+                continue
+            data["mods"][mod] = rec
+            if info["len"] > 0 and n == 0 and not any(m == mod for m, _ in losses):
+                losses.append((mod, f"the header says this module holds {info['len']} bytes but no record could be read: the log is truncated or damaged"))
+        if names and want:
+            data["names"] = _names(handle)
+        return data
+    finally:
+        L.darshan_log_close(handle)

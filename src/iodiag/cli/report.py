@@ -1,0 +1,1 @@
+"""`iodiag report` (placeholder until the report command lands)."""

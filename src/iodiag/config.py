@@ -1,0 +1,166 @@
+"""One typed configuration object: every threshold, defaults in code, TOML overrides.
+
+A TOML file mirrors the dataclass tree::
+
+    [small_io]
+    size_bytes = 65536
+
+    [report]
+    mute = ["stdio-heavy"]
+
+Unknown sections or keys and values of the wrong type are errors (exit code of
+``ConfigError``), never silently ignored.  Detectors receive the ``Config``
+as a parameter; nothing mutates it after loading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SmallIO:
+    size_bytes: int = 64 * 1024  # an op below this is "small"
+    min_share: float = 0.5  # fraction of ops that must be small
+    min_ops: int = 1000  # ignore files/jobs with fewer ops
+
+
+@dataclass(frozen=True)
+class Metadata:
+    min_ops: int = 1000  # opens+stats+seeks+fsyncs before a storm is considered
+    time_share: float = 0.3  # metadata time / (metadata + read + write time)
+    rate_per_s: float = 500.0  # sustained metadata ops per second
+    reopen_count: int = 10  # opens of one file by one process
+
+
+@dataclass(frozen=True)
+class SmallFiles:
+    count: int = 1000  # at least this many files ...
+    size_bytes: int = 4 * 1024 * 1024  # ... each smaller than this
+    target_chunk_bytes: int = 64 * 1024 * 1024  # recommended chunk size
+
+
+@dataclass(frozen=True)
+class Stragglers:
+    mad_factor: float = 3.5  # robust z-score above which a process straggles
+    min_processes: int = 4
+    min_excess_s: float = 1.0  # ignore stragglers slower by less than this
+
+
+@dataclass(frozen=True)
+class Access:
+    random_share: float = 0.5  # non-sequential share of ops to call access random
+    min_ops: int = 1000
+    redundant_factor: float = 2.0  # bytes read / file size
+    stdio_share: float = 0.1  # STDIO bytes share of all bytes
+    imbalance_ratio: float = 2.0  # max/median bytes per rank
+    alignment_share: float = 0.5  # misaligned share of ops
+    shared_min_ranks: int = 4
+
+
+@dataclass(frozen=True)
+class Severity:
+    high: float = 0.25  # share of I/O time
+    medium: float = 0.05
+    low: float = 0.01
+
+
+@dataclass(frozen=True)
+class Report:
+    mute: tuple[str, ...] = ()
+    top_files: int = 5
+    top_processes: int = 5
+    log_tree: str | None = None  # site archive root, also IODIAG_LOG_TREE
+
+
+@dataclass(frozen=True)
+class Reader:
+    timeout_s: float = 120.0  # per log; a hung reader is killed after this
+    isolate: bool = True  # read logs in a forked child so a crash cannot take us down
+
+
+@dataclass(frozen=True)
+class Config:
+    small_io: SmallIO = field(default_factory=SmallIO)
+    metadata: Metadata = field(default_factory=Metadata)
+    small_files: SmallFiles = field(default_factory=SmallFiles)
+    stragglers: Stragglers = field(default_factory=Stragglers)
+    access: Access = field(default_factory=Access)
+    severity: Severity = field(default_factory=Severity)
+    report: Report = field(default_factory=Report)
+    reader: Reader = field(default_factory=Reader)
+
+
+def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:
+    origin = getattr(typ, "__origin__", None)
+    text = str(typ)
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+    elif typ is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif typ is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif origin is tuple or text.startswith("tuple"):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    elif "str" in text:
+        if value is None or isinstance(value, str):
+            return value
+    raise ConfigError(
+        f"config [{section}] {key} = {value!r} has the wrong type",
+        hint=f"expected {getattr(typ, '__name__', text)}",
+    )
+
+
+def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
+    base = Config()
+    hints = get_type_hints(Config)
+    sections = {}
+    for name, value in data.items():
+        if name not in hints:
+            known = ", ".join(sorted(hints))
+            raise ConfigError(f"{source}: unknown section [{name}]", hint=f"known sections: {known}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+        cls = hints[name]
+        fhints = get_type_hints(cls)
+        kwargs = {}
+        for key, v in value.items():
+            if key not in fhints:
+                known = ", ".join(sorted(fhints))
+                raise ConfigError(f"{source}: unknown key {key!r} in [{name}]", hint=f"known keys: {known}")
+            kwargs[key] = _coerce(name, key, fhints[key], v)
+        sections[name] = dataclasses.replace(getattr(base, name), **kwargs)
+    return dataclasses.replace(base, **sections)
+
+
+def load_config(path: str | os.PathLike | None = None) -> Config:
+    """Defaults, overridden by a TOML file when given (or $IODIAG_CONFIG)."""
+    import tomllib
+
+    path = path or os.environ.get("IODIAG_CONFIG")
+    if not path:
+        return Config()
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} not found", hint="check the path given to --config or $IODIAG_CONFIG")
+    try:
+        data = tomllib.loads(p.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {p} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {p} is not valid TOML: {exc}", hint="fix the syntax") from None
+    return config_from_dict(data, source=str(p))
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)

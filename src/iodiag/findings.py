@@ -1,0 +1,79 @@
+"""The Finding contract shared by detectors, the recommender and reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITIES = ("high", "medium", "low", "info")
+
+# The stable vocabulary of finding ids (DEVELOPERS.md). Add freely; never rename.
+FINDING_IDS = (
+    "small-io",
+    "metadata-storm",
+    "many-small-files",
+    "random-access",
+    "misaligned",
+    "shared-file-contention",
+    "redundant-read",
+    "rank-imbalance",
+    "straggler-process",
+    "straggler-task",
+    "inactive-ranks",
+    "partial-log",
+    "stdio-heavy",
+    "no-collective-io",
+    "weak-scaling-loss",
+    "no-io",
+)
+
+
+@dataclass
+class Finding:
+    """One diagnosed problem, with the numbers that prove it and what to change."""
+
+    id: str
+    severity: str
+    title: str
+    evidence: dict[str, Any]
+    recommendation: str
+    files: list[str] = field(default_factory=list)
+    processes: list[int] = field(default_factory=list)
+    est_cost_s: float | None = None  # estimated I/O seconds this problem costs
+    cost_share: float | None = None  # est_cost_s / total I/O time of the job
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} not in {SEVERITIES}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "title": self.title,
+            "evidence": self.evidence,
+            "files": list(self.files),
+            "processes": [int(p) for p in self.processes],
+            "est_cost_s": self.est_cost_s,
+            "cost_share": self.cost_share,
+            "recommendation": self.recommendation,
+        }
+
+
+def severity_from_share(share: float | None, *, high: float = 0.25, medium: float = 0.05, low: float = 0.01) -> str:
+    """Severity from the estimated share of I/O time a problem costs."""
+    if share is None:
+        return "info"
+    if share >= high:
+        return "high"
+    if share >= medium:
+        return "medium"
+    if share >= low:
+        return "low"
+    return "info"
+
+
+def rank_findings(findings: list[Finding]) -> list[Finding]:
+    """Order findings by severity, then by estimated cost (largest first)."""
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (order[f.severity], -(f.est_cost_s or 0.0), f.id))

@@ -1,0 +1,1 @@
+"""iodiag.recommend"""

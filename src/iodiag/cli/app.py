@@ -16,3 +16,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root() -> None:
+    """Keeps `iodiag <command>` a command group even while only one command is registered."""

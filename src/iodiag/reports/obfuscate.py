@@ -129,15 +129,19 @@ class Obfuscator:
             self._word_re = None
 
     def text(self, s: str) -> str:
-        """Replace known names, then any other absolute path, in a string."""
+        """Replace known names, then any other absolute path, in a string (one pass: no token is hashed twice)."""
         if not s:
             return s
-        if self._known:
-            if self._known_re is None:
-                alts = sorted(self._known, key=len, reverse=True)
-                self._known_re = re.compile("|".join(re.escape(a) for a in alts))
-            s = self._known_re.sub(lambda m: self._known[m.group(0)], s)
-        s = _PATH_IN_TEXT.sub(lambda m: self.path(m.group(0)), s)
+        if self._known_re is None:
+            alts = "|".join(re.escape(a) for a in sorted(self._known, key=len, reverse=True))
+            self._known_re = re.compile((f"(?P<k>{alts})|" if alts else "") + f"(?P<p>{_PATH_IN_TEXT.pattern})")
+
+        def repl(m: re.Match) -> str:
+            if m.lastgroup == "k":
+                return self._known[m.group(0)]
+            return self.path(m.group(0))
+
+        s = self._known_re.sub(repl, s)
         if self._words:
             if self._word_re is None:
                 alts = sorted(self._words, key=len, reverse=True)

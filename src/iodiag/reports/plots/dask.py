@@ -188,7 +188,7 @@ def draw_task_durations(table: Table, *, max_prefixes: int = 12):
     rng = np.random.default_rng(0)  # fixed jitter: the same input draws the same picture
     data = [table["duration_s"][table["prefix"] == p] for p in prefixes]
     if prefixes:
-        ax.boxplot(data, vert=False, positions=np.arange(len(prefixes)), widths=0.6, showfliers=False,
+        ax.boxplot(data, orientation="horizontal", positions=np.arange(len(prefixes)), widths=0.6, showfliers=False,
                    medianprops={"color": "black"}, boxprops={"color": "#4a5568"}, whiskerprops={"color": "#4a5568"})
         for i, p in enumerate(prefixes):
             sel = table["prefix"] == p

@@ -173,8 +173,10 @@ def draw_io_timeline(tl: Timeline):
 
             norm = Normalize(vmin=0.0, vmax=max(vmax, 1e-12) if tl.source == "heatmap" else 1.0)
             g = np.where(g > 0, g, np.nan)
-        im = ax.imshow(g, aspect="auto", interpolation="nearest", cmap=cmap, norm=norm, extent=extent)
-        im.cmap.set_bad("#f7fafc")
+        from matplotlib import colormaps
+
+        im = ax.imshow(g, aspect="auto", interpolation="nearest", cmap=colormaps[cmap].with_extremes(bad="#f7fafc"),
+                       norm=norm, extent=extent)
         cb = fig.colorbar(im, ax=ax, pad=0.01, fraction=0.03)
         cb.ax.tick_params(labelsize=7)
         label = "process" if tl.procs_per_row == 1 else f"process (rows of {tl.procs_per_row})"

@@ -59,7 +59,7 @@ def fmt_number(v: Any) -> str:
     v = float(v)
     if math.isnan(v):
         return "-"
-    if v == 0:
+    if abs(v) < 1e-9:  # zero, or a denormal left by an old Darshan version
         return "0"
     if abs(v) >= 100:
         return f"{v:,.0f}"
@@ -170,7 +170,7 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
 
     tl = timed("timeline", lambda: io_timeline(profile))
     tl_caption = {
-        "ops": "Share of each time bin that a process spent inside read and write calls (traced operations, e.g. DXT).",
+        "ops": f"Share of each time bin that a process spent inside {tl.totals.get('module', '')} read and write calls (traced operations, e.g. DXT; one layer only, so MPI-IO calls over POSIX are not counted twice).",
         "heatmap": "Bytes per second from Darshan's heatmap module (no per-call trace in this log); logarithmic colour scale.",
         "counters": "No trace or heatmap in this log: each cell shows the window between a file's first and last read (or write) on that process, from the counters' timestamps. A window is not busy time.",
     }.get(tl.source, "")

@@ -19,7 +19,8 @@ from ...config import Stragglers
 from ...profile import OP, JobProfile, Table
 from . import READ, STRAGGLER, WRITE, margins, new_figure, shorten
 
-PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#e45756", "#72b7b2", "#eeca3b", "#ff9da6", "#bab0ac"]
+# task prefixes: no blue or orange, which mean read and write in the I/O rows
+PALETTE = ["#54a24b", "#b279a2", "#72b7b2", "#9d755d", "#e45756", "#eeca3b", "#637939", "#ff9da6", "#8c6d31", "#bab0ac"]
 MAX_IO_SEGMENTS = 4000  # per worker, after merging: bounds drawing cost
 
 

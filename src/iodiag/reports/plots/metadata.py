@@ -56,16 +56,16 @@ def metadata_over_time(profile: JobProfile, *, n_bins: int = N_BINS) -> Table:
             if t is None:
                 continue
             base = starts[t["log"]]
-            o_s = t[f"{pre}_F_OPEN_START_TIMESTAMP"]
-            o_e = t[f"{pre}_F_OPEN_END_TIMESTAMP"]
-            c_e = t[f"{pre}_F_CLOSE_END_TIMESTAMP"]
-            seen = o_s > 0
+            # timestamps are seconds since the log's start (0 = at start, e.g. stdout opened before main)
+            o_s = np.maximum(t[f"{pre}_F_OPEN_START_TIMESTAMP"], 0.0)
+            o_e = np.maximum(t[f"{pre}_F_OPEN_END_TIMESTAMP"], 0.0)
+            c_e = np.maximum(t[f"{pre}_F_CLOSE_END_TIMESTAMP"], 0.0)
             end_any = np.where(c_e > o_s, c_e, np.maximum(o_e, o_s))
             for kind, names in kinds.items():
                 n = sum(np.maximum(t[c], 0) for c in names if c in t)
                 if not isinstance(n, np.ndarray):
                     continue
-                sel = seen & (n > 0)
+                sel = n > 0
                 if not sel.any():
                     continue
                 lo = base[sel] + o_s[sel]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...profile import OP, JobProfile, Table
+from ...profile import OP, OPS_MODULE, OPS_MODULES, JobProfile, Table
 from . import margins, new_figure
 from ._grid import spread
 
@@ -87,13 +87,16 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
     rw = (ops["op"] <= OP["write"]) & (ops["proc"] >= 0) if len(ops) else None
     if rw is not None and rw.any():
         source = "ops"
-        o = ops.filter(rw)
+        # one layer only: an MPI-IO call and the POSIX calls under it are the same time (POSIX first)
+        layers = np.unique(ops["module"][rw]).tolist()
+        layer = OPS_MODULE["POSIX"] if OPS_MODULE["POSIX"] in layers else layers[0]
+        o = ops.filter(rw & (ops["module"] == layer))
         row = o["proc"] // per_row
         dur = np.maximum(o["end_s"] - o["start_s"], 0.0)
         is_r = o["op"] == OP["read"]
         read = spread(row[is_r], o["start_s"][is_r], o["end_s"][is_r], dur[is_r], t0, bin_s, n_rows, n_bins)
         write = spread(row[~is_r], o["start_s"][~is_r], o["end_s"][~is_r], dur[~is_r], t0, bin_s, n_rows, n_bins)
-        totals = {"read_s": float(read.sum()), "write_s": float(write.sum())}
+        totals = {"read_s": float(read.sum()), "write_s": float(write.sum()), "module": OPS_MODULES[layer]}
         norm = bin_s * np.bincount(np.arange(nprocs) // per_row, minlength=n_rows)[:, None]
         read, write = read / norm, write / norm
     elif len(profile.heatmap):
@@ -146,6 +149,9 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
         read, write = np.minimum(read / norm, 1.0), np.minimum(write / norm, 1.0)
         if not (read.any() or write.any()):
             source = "none"
+    # drop the round-off the difference arrays leave in empty cells
+    for g in (read, write):
+        g[np.abs(g) < 1e-9 * max(float(np.abs(g).max()), 1e-300)] = 0.0
     nz = (read > 0) | (write > 0)
     rows, bins = np.nonzero(nz)
     cells = Table({"row": rows.astype("i8"), "bin": bins.astype("i8"), "read": read[nz], "write": write[nz]})

@@ -75,8 +75,8 @@ def top_files(profile: JobProfile, n: int = 10) -> Table:
 
 def draw_top_files(table: Table):
     n = max(len(table), 1)
-    fig = new_figure(9.0, 0.9 + 0.3 * n)
-    margins(fig, left_in=3.6, bottom_in=0.5, top_in=0.15)
+    fig = new_figure(9.0, 1.2 + 0.3 * n)
+    margins(fig, left_in=3.6, bottom_in=0.85, top_in=0.15)
     ax = fig.subplots()
     y = np.arange(len(table))
     left = np.zeros(len(table))
@@ -87,5 +87,5 @@ def draw_top_files(table: Table):
     ax.invert_yaxis()
     ax.set_xlabel("seconds in I/O calls, summed over processes")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.35 / (0.3 * n + 0.2)), ncol=3)
     return fig

@@ -33,7 +33,13 @@ MODULE_SPEC: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, .
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
 SIZE_LABELS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+")
-SIZE_EDGES = np.array([0, 100, 1024, 10 * 1024, 100 * 1024, 1024 ** 2, 4 * 1024 ** 2, 10 * 1024 ** 2, 100 * 1024 ** 2, 1024 ** 3], dtype=np.int64)
+# upper bounds (inclusive) of the first nine bins, as darshan-runtime buckets sizes
+SIZE_UPPER = np.array([100, 1024, 10 * 1024, 100 * 1024, 1024 ** 2, 4 * 1024 ** 2, 10 * 1024 ** 2, 100 * 1024 ** 2, 1024 ** 3], dtype=np.int64)
+
+
+def size_bin(lengths: np.ndarray) -> np.ndarray:
+    """Darshan's size-histogram bin of each access length (0..9)."""
+    return np.searchsorted(SIZE_UPPER, lengths, side="left")
 
 
 def _sum(t: Table, names) -> int:
@@ -76,8 +82,8 @@ def module_volumes(profile: JobProfile) -> Table:
 def draw_module_volumes(table: Table):
     """Bytes (left) and operation counts (right) per module, reads/writes/metadata."""
     n = max(len(table), 1)
-    fig = new_figure(9.0, 0.5 + 0.45 * n + 0.6)
-    margins(fig, left_in=1.1, bottom_in=0.45, wspace=0.05)
+    fig = new_figure(9.0, 0.5 + 0.45 * n + 0.95)
+    margins(fig, left_in=1.1, bottom_in=0.8, wspace=0.05)
     ax_b, ax_o = fig.subplots(1, 2)
     mods = list(table["module"]) if len(table) else []
     y = np.arange(len(mods))
@@ -93,7 +99,8 @@ def draw_module_volumes(table: Table):
         ax.set_yticks(y, mods)
         ax.invert_yaxis()
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8, frameon=False)
+        if len(mods):
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8, frameon=False)
     ax_o.set_yticklabels([])
     bytes_axis(ax_b)
     ax_b.set_title("Bytes per module", fontsize=10)
@@ -134,8 +141,7 @@ def access_sizes(profile: JobProfile) -> Table:
         for code in np.unique(ops["module"]).tolist():
             for direction in ("read", "write"):
                 sel = (ops["module"] == code) & (ops["op"] == OP[direction])
-                idx = np.searchsorted(SIZE_EDGES, ops["length"][sel], side="right") - 1
-                hist = np.bincount(np.clip(idx, 0, len(SIZE_LABELS) - 1), minlength=len(SIZE_LABELS))
+                hist = np.bincount(size_bin(ops["length"][sel]), minlength=len(SIZE_LABELS))
                 for label, c in zip(SIZE_LABELS, hist.tolist()):
                     mods.append(OPS_MODULES[code])
                     dirs.append(direction)

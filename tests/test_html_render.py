@@ -116,3 +116,22 @@ def test_obfuscated_profile_tables():
     assert set(o.files["path"].tolist()).isdisjoint(real) and len(real) > 500
     assert len(set(o.files["path"].tolist())) == len(set(prof.files["path"].tolist()))  # no collisions
     assert "/tmp/darshan-test" not in o.job.args
+
+
+def test_json_report_and_html_share_tokens_and_hide_names():
+    from iodiag.reports.json_report import build_report, render_json
+    from iodiag.reports.obfuscate import obfuscate_report
+
+    prof = load(DASK_DXT)
+    names = sensitive_names(prof)
+    report = build_report(prof, [])
+    obf_report = obfuscate_report(report)
+    text = render_json(obf_report)
+    assert leaked_names(names, text) == []
+    assert obf_report["job"]["uid"] is None and obf_report["job"]["user"] in (None, report["job"]["user"] and obf_report["job"]["user"])
+    assert obfuscate_report(obf_report) == obf_report  # idempotent
+    # the lead's flow: obfuscated report + obfuscate=True -> the same tokens as the report's
+    html = render_html(prof, [], report=obf_report, obfuscate=True)
+    assert leaked_names(names, html) == []
+    assert obf_report["top_files"][0]["path"] in html
+    assert obf_report["job"]["exe"] in html

@@ -19,5 +19,12 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
-    """Keeps `iodiag <command>` a command group even while only one command is registered."""
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    """I/O profiling and diagnosis for HPC data workflows, built around Darshan."""
+    if version:
+        from .. import __version__
+
+        print(f"iodiag {__version__}")
+        raise typer.Exit(0)

@@ -35,6 +35,9 @@ _EXT_RE = re.compile(r"^(.+?)((?:\.[A-Za-z][A-Za-z0-9]{0,7})+)$")
 # an absolute path inside free text (not "MiB/s" or "read/write": the slash must not follow a word character)
 _PATH_IN_TEXT = re.compile(r"(?<![\w.~:/])/(?:[^\s/'\"<>,;()\[\]{}|]+/?)+")
 _KEEP_COMPONENTS = {"", ".", ".."}
+# a component that is already a token (so obfuscating twice changes nothing)
+_TOKEN_RE = re.compile(r"^p[0-9a-f]{8}(?:\.[A-Za-z][A-Za-z0-9]{0,7})*$")
+_WORD_TOKEN_RE = re.compile(r"^(?:user|host|exe|arg)-[0-9a-f]{8}$")
 
 
 def _digest(salt: str, kind: str, value: str, n: int = 10) -> str:
@@ -53,7 +56,7 @@ class Obfuscator:
 
     # -- single names ---------------------------------------------------
     def component(self, name: str) -> str:
-        if name in _KEEP_COMPONENTS:
+        if name in _KEEP_COMPONENTS or _TOKEN_RE.match(name):
             return name
         m = _EXT_RE.match(name)
         stem, ext = (m.group(1), m.group(2)) if m else (name, "")
@@ -68,14 +71,14 @@ class Obfuscator:
         return out
 
     def user(self, user: str | None) -> str | None:
-        if not user:
+        if not user or _WORD_TOKEN_RE.match(user):
             return user
         tok = "user-" + _digest(self.salt, "user", user, 8)
         self._remember_word(user, tok)
         return tok
 
     def host(self, host: str | None) -> str | None:
-        if not host:
+        if not host or _WORD_TOKEN_RE.match(host):
             return host
         tok = "host-" + _digest(self.salt, "host", host, 8)
         self._remember_word(host, tok)
@@ -83,7 +86,7 @@ class Obfuscator:
 
     def exe(self, exe: str | None) -> str | None:
         """An executable: a path is hashed like any path; its base name is also scrubbed from text."""
-        if not exe:
+        if not exe or _WORD_TOKEN_RE.match(exe):
             return exe
         if "/" in exe:
             base = exe.rstrip("/").rsplit("/", 1)[-1]
@@ -99,7 +102,9 @@ class Obfuscator:
         """Command-line arguments: options stay, every other word is hashed."""
         out = []
         for word in args.split():
-            if word.startswith("-") and "/" not in word and "=" not in word:
+            if _WORD_TOKEN_RE.match(word) or (word.startswith("/") and all(_TOKEN_RE.match(c) or c in _KEEP_COMPONENTS for c in word.split("/"))):
+                out.append(word)
+            elif word.startswith("-") and "/" not in word and "=" not in word:
                 out.append(word)
             elif word.startswith("-") and "=" in word:
                 k, v = word.split("=", 1)
@@ -249,6 +254,40 @@ def obfuscate_job(profile: JobProfile, findings: Iterable[Finding], *, salt: str
         obfuscate_findings(findings, obf),
         obf.scrub(report) if report is not None else None,
     )
+
+
+def obfuscate_report(report: dict, *, salt: str = "", obf: Obfuscator | None = None) -> dict:
+    """The JSON report (schema iodiag.report/1) with every name hashed, tokens identical to the HTML's.
+
+    Names are learnt from the report's own fields (user, executables, logs,
+    mounts, file paths); every other string is then scrubbed.  Obfuscating an
+    already obfuscated report changes nothing.
+    """
+    obf = obf or Obfuscator(salt)
+    job = dict(report.get("job") or {})
+    obf.user(job.get("user"))
+    for prog in job.get("programs") or []:
+        obf.exe(prog.get("exe"))
+    for e in (job.get("exe") or "").split(" + "):
+        obf.exe(e)
+    for p in [*(job.get("logs") or []), *(m.get("path", "") for m in job.get("mounts") or [])]:
+        obf.path(p)
+    for f in report.get("top_files") or []:
+        obf.path(f.get("path", ""))
+    for f in report.get("findings") or []:
+        for p in f.get("files") or []:
+            obf.path(p)
+    for e in report.get("errors") or []:
+        obf.path(e.get("path", ""))
+    out = obf.scrub(report)
+    if "job" in out:
+        j = dict(out["job"])
+        j["uid"] = None
+        if report["job"].get("args"):
+            j["args"] = obf.args(report["job"]["args"])
+        j["programs"] = [dict(p, args=obf.args(q.get("args") or "")) for p, q in zip(j.get("programs") or [], report["job"].get("programs") or [])]
+        out["job"] = j
+    return out
 
 
 def sensitive_names(profile: JobProfile) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import math
+import os
+import pickle
 import re
 import struct
 import time
@@ -26,6 +28,39 @@ from ...profile import JobProfile, Table
 from .. import plots as P
 
 _ENV = None
+_PREWARM = None
+
+
+def _warm() -> None:
+    from .. import plots as _plots
+
+    fig = _plots.new_figure(1.0, 1.0)
+    ax = fig.subplots()
+    ax.set_xlabel("0123456789 abc")
+    _plots.figure_png(fig, dpi=20)  # loads the font cache and the glyphs every plot uses
+    environment().get_template("report.html.j2")
+
+
+def prewarm() -> None:
+    """Import matplotlib and Jinja2 and load fonts in a background thread.
+
+    The CLI calls this before loading the logs: reading runs in a forked child
+    while the parent waits, so this hides most of matplotlib's import and
+    first-draw cost (about as long as reading the 1,024-process log).  The
+    reader child never imports matplotlib, so the thread cannot deadlock it.
+    ``render_html`` waits for the thread.
+    """
+    global _PREWARM
+    if _PREWARM is None:
+        import threading
+
+        _PREWARM = threading.Thread(target=_warm, name="iodiag-html-prewarm", daemon=True)
+        _PREWARM.start()
+
+
+def _join_prewarm() -> None:
+    if _PREWARM is not None:
+        _PREWARM.join()
 
 
 def environment():
@@ -85,12 +120,66 @@ def _png_size(png: bytes) -> tuple[int, int]:
     return int(w), int(h)
 
 
-def _plot(pid: str, title: str, caption: str, fig=None, empty: str = "", *, dpi: int = 96) -> dict:
-    if fig is None:
-        return {"id": pid, "title": title, "caption": caption, "png": "", "width": 0, "height": 0, "empty": empty or "No data for this plot."}
-    png = P.figure_png(fig, dpi=dpi)
-    w, h = _png_size(png)
-    return {"id": pid, "title": title, "caption": caption, "png": base64.b64encode(png).decode("ascii"), "width": w, "height": h, "empty": ""}
+DPI = 90
+
+
+def _spec(pid: str, title: str, caption: str, draw=None, empty: str = "") -> dict:
+    """A plot to render: ``draw`` is a no-argument callable returning a figure (None: no data)."""
+    return {"id": pid, "title": title, "caption": caption, "draw": draw, "empty": "" if draw else (empty or "No data for this plot."),
+            "png": "", "width": 0, "height": 0}
+
+
+def _png(draw) -> bytes:
+    return P.figure_png(draw(), dpi=DPI)
+
+
+def _render_plots(specs: list[dict], *, parallel: bool) -> None:
+    """Fill each spec's PNG.  With ``parallel``, a forked child draws every other plot.
+
+    Matplotlib is single-threaded, so the second core is only usable from a
+    second process; fork shares the loaded profile and matplotlib for free.
+    A child that fails is not an error: the parent draws what is missing.
+    """
+    jobs = [s for s in specs if s["draw"] is not None]
+    mine, theirs = jobs, []
+    pid, rfd = 0, -1
+    if parallel and len(jobs) >= 3 and hasattr(os, "fork"):
+        theirs, mine = jobs[1::2], jobs[0::2]
+        try:
+            rfd, wfd = os.pipe()
+            pid = os.fork()
+        except OSError:
+            pid, mine, theirs = 0, jobs, []
+        else:
+            if pid == 0:  # child: draw, send, leave without running any cleanup of the parent's
+                code = 0
+                try:
+                    os.close(rfd)
+                    payload = pickle.dumps([_png(s["draw"]) for s in theirs], protocol=pickle.HIGHEST_PROTOCOL)
+                    with os.fdopen(wfd, "wb") as fh:
+                        fh.write(payload)
+                except BaseException:  # noqa: BLE001 - any failure: the parent redraws
+                    code = 1
+                os._exit(code)
+            os.close(wfd)
+    for s in mine:
+        s["png_bytes"] = _png(s["draw"])
+    if pid:
+        with os.fdopen(rfd, "rb") as fh:
+            data = fh.read()
+        os.waitpid(pid, 0)
+        try:
+            pngs = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - a child that died mid-way
+            pngs = [_png(s["draw"]) for s in theirs]
+        for s, png in zip(theirs, pngs):
+            s["png_bytes"] = png
+    for s in jobs:
+        png = s.pop("png_bytes")
+        s["width"], s["height"] = _png_size(png)
+        s["png"] = base64.b64encode(png).decode("ascii")
+    for s in specs:
+        s.pop("draw", None)
 
 
 _SAFE_HREF = re.compile(r"^(?:https?://|file://|(?![A-Za-z][A-Za-z0-9+.-]*:))[^\s\"'<>`]+$")
@@ -133,7 +222,7 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
 
 def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: dict | None = None,
                   dask_report_href: str | None = None, config: Config | None = None,
-                  timings: dict | None = None) -> dict:
+                  timings: dict | None = None, parallel: bool = True) -> dict:
     """Everything the template shows (plots already rendered to PNG)."""
     cfg = config or Config()
     clock = timings if timings is not None else {}
@@ -156,17 +245,17 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
     plots: dict[str, dict] = {}
 
     vol = timed("volumes", lambda: module_volumes(profile))
-    plots["volumes"] = timed("volumes", lambda: _plot(
+    plots["volumes"] = timed("volumes", lambda: _spec(
         "plot-volumes", "Bytes and operations per module",
         "Darshan counters summed over all files and processes. Operation axis is logarithmic.",
-        draw_module_volumes(vol) if len(vol) else None, "No module records (the log has no I/O counters)."))
+        (lambda: draw_module_volumes(vol)) if len(vol) else None, "No module records (the log has no I/O counters)."))
 
     sizes = timed("sizes", lambda: access_sizes(profile))
     src = sizes["source"][0] if len(sizes) else ""
-    plots["sizes"] = timed("sizes", lambda: _plot(
+    plots["sizes"] = timed("sizes", lambda: _spec(
         "plot-sizes", "Access-size histograms",
         "Operations per request size, from Darshan's size histograms" + (" (MPI-IO, HDF5 and PnetCDF count aggregate requests)" if src == "counters" else " (binned from the traced operations)") + ". Logarithmic count axis.",
-        draw_access_sizes(sizes) if len(sizes) and sizes["count"].sum() > 0 else None, "No reads or writes were recorded."))
+        (lambda: draw_access_sizes(sizes)) if len(sizes) and sizes["count"].sum() > 0 else None, "No reads or writes were recorded."))
 
     tl = timed("timeline", lambda: io_timeline(profile))
     tl_caption = {
@@ -176,27 +265,27 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
     }.get(tl.source, "")
     if tl.procs_per_row > 1:
         tl_caption += f" {tl.nprocs:,} processes drawn as {tl.n_rows} rows of {tl.procs_per_row} consecutive processes (mean per row)."
-    plots["timeline"] = timed("timeline", lambda: _plot(
+    plots["timeline"] = timed("timeline", lambda: _spec(
         "plot-timeline", "I/O timeline per process", tl_caption,
-        draw_io_timeline(tl) if tl.source != "none" else None, "No timed I/O in this log (no trace, heatmap or timestamps)."))
+        (lambda: draw_io_timeline(tl)) if tl.source != "none" else None, "No timed I/O in this log (no trace, heatmap or timestamps)."))
 
     ft = timed("files", lambda: file_times(profile))
     n_top = max(cfg.report.top_files, 10)
     top = ft.take(np.arange(min(n_top, len(ft))))
     top_with_time = top.filter(top["io_time_s"] > 0) if len(top) else top
-    plots["files"] = timed("files", lambda: _plot(
+    plots["files"] = timed("files", lambda: _spec(
         "plot-files", "Top files by I/O time",
         "Seconds spent in read, write and metadata calls on each file, summed over processes (POSIX/STDIO; MPI-IO/HDF5 only for files with no POSIX record).",
-        draw_top_files(top_with_time) if len(top_with_time) else None, "No file has recorded I/O time."))
+        (lambda: draw_top_files(top_with_time)) if len(top_with_time) else None, "No file has recorded I/O time."))
 
     md = timed("metadata", lambda: metadata_over_time(profile))
     md_src = md["source"][0] if len(md) else ""
     has_md = any(md[k].sum() > 0 for k in ("open", "stat", "seek", "sync", "other")) if len(md) else False
-    plots["metadata"] = timed("metadata", lambda: _plot(
+    plots["metadata"] = timed("metadata", lambda: _spec(
         "plot-metadata", "Metadata operations over time",
         "Traced metadata calls per second." if md_src == "ops" else
         "Estimated: Darshan keeps only counts and first/last timestamps per file, so each file's opens are spread over its first-to-last open, and its stats, seeks and syncs over its first-open-to-last-close window.",
-        draw_metadata_over_time(md) if has_md else None, "No metadata operations recorded."))
+        (lambda: draw_metadata_over_time(md)) if has_md else None, "No metadata operations recorded."))
 
     dask = None
     if len(profile.tasks):
@@ -204,14 +293,14 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
 
         ts = timed("dask", lambda: task_stream(profile))
         durs = timed("dask", lambda: task_durations(profile, cfg.stragglers))
-        plots["gantt"] = timed("dask", lambda: _plot(
+        plots["gantt"] = timed("dask", lambda: _spec(
             "plot-gantt", "Task stream per worker thread",
             "Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace.",
-            draw_task_stream(ts)))
-        plots["durations"] = timed("dask", lambda: _plot(
+            lambda: draw_task_stream(ts)))
+        plots["durations"] = timed("dask", lambda: _spec(
             "plot-durations", "Task durations per prefix",
             f"Box: quartiles of compute durations per prefix; dots: tasks; red crosses: stragglers (robust z > {cfg.stragglers.mad_factor}, at least {cfg.stragglers.min_excess_s} s over the prefix median).",
-            draw_task_durations(durs)))
+            lambda: draw_task_durations(durs)))
         strag = durs.filter(durs["straggler"])
         order = np.argsort(-strag["duration_s"]) if len(strag) else np.zeros(0, int)
         dask = {
@@ -223,6 +312,9 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
             "mad_factor": cfg.stragglers.mad_factor, "min_excess_s": cfg.stragglers.min_excess_s,
         }
 
+    t = time.perf_counter()
+    _render_plots(list(plots.values()), parallel=parallel)
+    clock["draw"] = time.perf_counter() - t
     issues = [i.to_dict() for i in profile.issues_seen]
     return {
         "job": profile.job,
@@ -249,8 +341,9 @@ def _detectors_registered() -> bool:
 
 def render_html(profile: JobProfile, findings: Iterable[Finding], *, report: dict | None = None,
                 dask_report_href: str | None = None, obfuscate: bool = False,
-                config: Config | None = None, timings: dict | None = None) -> str:
+                config: Config | None = None, timings: dict | None = None, parallel: bool = True) -> str:
     """The HTML report of one job, as a string (one self-contained page)."""
+    _join_prewarm()
     findings = list(findings)
     if obfuscate:
         from ..obfuscate import Obfuscator, obfuscate_findings, obfuscate_profile
@@ -261,7 +354,8 @@ def render_html(profile: JobProfile, findings: Iterable[Finding], *, report: dic
         report = obf.scrub(report) if report is not None else None
         if dask_report_href:
             dask_report_href = obf.text(dask_report_href)
-    ctx = build_context(profile, findings, report=report, dask_report_href=dask_report_href, config=config, timings=timings)
+    ctx = build_context(profile, findings, report=report, dask_report_href=dask_report_href, config=config,
+                        timings=timings, parallel=parallel)
     ctx["obfuscated"] = obfuscate
     t = time.perf_counter()
     out = environment().get_template("report.html.j2").render(**ctx)

@@ -51,7 +51,7 @@ def margins(fig, *, left_in: float = 0.8, right_in: float = 0.25, top_in: float 
 
 def figure_png(fig: Any, *, dpi: int = 96) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None}, pil_kwargs={"compress_level": 2})
     return buf.getvalue()
 
 
@@ -82,14 +82,16 @@ def human_count(v: float) -> str:
 
 
 def count_axis(ax, axis: str = "x", *, log: bool = True) -> None:
-    """Symmetric-log count axis with plain labels (mathtext labels cost a parser run each)."""
-    from matplotlib.ticker import FuncFormatter, NullLocator, SymmetricalLogLocator
+    """Logarithmic count axis with plain labels, decades only (mathtext labels and minor ticks are costly)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     target = ax.xaxis if axis == "x" else ax.yaxis
     if log:
-        (ax.set_xscale if axis == "x" else ax.set_yscale)("symlog", linthresh=1)
-        target.set_major_locator(SymmetricalLogLocator(base=10, linthresh=1))
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log", nonpositive="clip")
+        target.set_major_locator(LogLocator(base=10, numticks=7))
         target.set_minor_locator(NullLocator())
+        lo, hi = (ax.get_xlim() if axis == "x" else ax.get_ylim())
+        (ax.set_xlim if axis == "x" else ax.set_ylim)(0.7, max(hi, 10) * 1.5)
     target.set_major_formatter(FuncFormatter(lambda v, _pos: human_count(v)))
 
 

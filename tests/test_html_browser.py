@@ -87,3 +87,14 @@ def test_hostile_file_names_render_as_text_and_no_script_runs(browser, tmp_path)
         assert name in r["text"], f"{name!r} must be shown as text"
     # the file names reach the job summary, the findings, the top-files table
     assert r["text"].count(XSS_NAMES[0]) >= 4
+
+
+def test_compare_page_loads_cleanly(browser, tmp_path):
+    from iodiag.reports.compare import compare_jobs, render_compare_html
+
+    a, b = load("generated/smallio-metadata-heavy-default/*.darshan"), load("generated/smallio-metadata-heavy-maxrecords/*.darshan")
+    page = tmp_path / "compare.html"
+    page.write_text(render_compare_html(compare_jobs(a, b)), encoding="utf-8")
+    r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "compare.png")
+    assert r["errors"] == [] and r["scripts"] == [] and r["script_elements"] == 0
+    assert "What changed" in r["text"] and "read operations" in r["text"]

@@ -135,3 +135,19 @@ def test_json_report_and_html_share_tokens_and_hide_names():
     assert leaked_names(names, html) == []
     assert obf_report["top_files"][0]["path"] in html
     assert obf_report["job"]["exe"] in html
+
+
+def test_html_path_does_not_import_pandas(tmp_path):
+    import subprocess
+    import sys
+
+    from test_html_support import REPO, corpus_logs
+
+    code = ("import sys; from iodiag.analyzers.load import load_job; from iodiag.reports.html import render_html; "
+            f"html = render_html(load_job({corpus_logs(HEATMAP_1PROC)!r}), []); "
+            "print(len(html), 'pandas' in sys.modules)")
+    env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    size, pandas = out.stdout.split()
+    assert int(size) > 10000 and pandas == "False"

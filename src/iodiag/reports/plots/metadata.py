@@ -59,8 +59,9 @@ def metadata_over_time(profile: JobProfile, *, n_bins: int = N_BINS) -> Table:
             # timestamps are seconds since the log's start (0 = at start, e.g. stdout opened before main)
             o_s = np.maximum(t[f"{pre}_F_OPEN_START_TIMESTAMP"], 0.0)
             o_e = np.maximum(t[f"{pre}_F_OPEN_END_TIMESTAMP"], 0.0)
-            c_e = np.maximum(t[f"{pre}_F_CLOSE_END_TIMESTAMP"], 0.0)
-            end_any = np.where(c_e > o_s, c_e, np.maximum(o_e, o_s))
+            # the last thing the record saw (a stream like stdout is never closed: use its last read/write)
+            last = np.maximum.reduce([np.maximum(t[f"{pre}_F_{w}_END_TIMESTAMP"], 0.0) for w in ("CLOSE", "READ", "WRITE", "OPEN")])
+            end_any = np.maximum(last, o_s)
             for kind, names in kinds.items():
                 n = sum(np.maximum(t[c], 0) for c in names if c in t)
                 if not isinstance(n, np.ndarray):
@@ -95,12 +96,9 @@ def draw_metadata_over_time(table: Table):
     if len(table):
         ax.set_xlim(edges[0], edges[-1])
         ax.set_ylim(0, max(float(bottom.max()) * 1.1, 1e-9))
-    src = table["source"][0] if len(table) else ""
     ax.set_ylabel("operations / s")
     ax.set_xlabel("seconds since job start")
-    title = "Metadata operations over time" + (" (estimated from counters' first/last timestamps)" if src == "counters" else " (traced)")
-    ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="y", alpha=0.3)
     if bottom.any():
-        ax.legend(fontsize=8, frameon=False, ncol=5)
+        ax.legend(fontsize=8, frameon=False, ncol=5, loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
     return fig

@@ -151,3 +151,28 @@ def test_html_path_does_not_import_pandas(tmp_path):
     assert out.returncode == 0, out.stderr
     size, pandas = out.stdout.split()
     assert int(size) > 10000 and pandas == "False"
+
+
+def test_report_command_obfuscates_json_terminal_and_html(tmp_path):
+    """`iodiag report DIR --obfuscate`: the lead's command with this branch's obfuscation, every output."""
+    import subprocess
+    import sys
+
+    from test_html_support import CORPUS, REPO
+
+    folder = str(CORPUS / "generated/dask-localcluster-2workers-dxt-jobid")
+    names = sensitive_names(load(DASK_DXT))
+    env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"}
+    page = tmp_path / "r.html"
+    run = lambda *a: subprocess.run([sys.executable, "-m", "iodiag", "report", folder, "--obfuscate", *a],  # noqa: E731
+                                    capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    r = run("--json", "--html-path", str(page))
+    assert r.returncode == 0, r.stderr
+    import json
+
+    rep = json.loads(r.stdout)
+    assert rep["job"]["uid"] is None
+    assert leaked_names(names, r.stdout) == [] and leaked_names(names, page.read_text()) == []
+    assert rep["top_files"][0]["path"] in page.read_text()  # same tokens in JSON and HTML
+    t = run("--no-color")
+    assert t.returncode == 0 and leaked_names(names, t.stdout + t.stderr) == []

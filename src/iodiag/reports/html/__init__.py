@@ -32,12 +32,21 @@ _PREWARM = None
 
 
 def _warm() -> None:
+    """Pay matplotlib's one-time costs: imports, font cache, glyphs, lazily imported artists, PNG writer."""
+    import numpy as _np
+
     from .. import plots as _plots
 
-    fig = _plots.new_figure(1.0, 1.0)
-    ax = fig.subplots()
-    ax.set_xlabel("0123456789 abc")
-    _plots.figure_png(fig, dpi=20)  # loads the font cache and the glyphs every plot uses
+    fig = _plots.new_figure(2.0, 1.5)
+    a, b = fig.subplots(1, 2)
+    a.bar([0, 1], [1, 10], label="r")
+    _plots.count_axis(a, "y")
+    a.legend(fontsize=8)
+    im = b.imshow(_np.ones((2, 2)), aspect="auto")
+    fig.colorbar(im, ax=b)
+    b.stairs([1.0, 2.0], [0.0, 1.0, 2.0], fill=True)
+    b.set_xlabel("0123456789 seconds abc")
+    _plots.figure_png(fig, dpi=30)
     environment().get_template("report.html.j2")
 
 

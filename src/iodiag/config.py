@@ -26,17 +26,20 @@ from .errors import ConfigError
 
 @dataclass(frozen=True)
 class SmallIO:
-    size_bytes: int = 64 * 1024  # an op below this is "small"
-    min_share: float = 0.5  # fraction of ops that must be small
-    min_ops: int = 1000  # ignore files/jobs with fewer ops
+    # an op below this is "small"; counters count Darshan size buckets wholly below it (100 KiB = a bucket edge)
+    size_bytes: int = 100 * 1024
+    min_share: float = 0.5  # fraction of a file's reads+writes that must be small
+    min_ops: int = 1000  # small ops a file needs before it is reported
+    buffer_bytes: int = 4 * 1024 * 1024  # buffer size assumed when estimating merged requests
 
 
 @dataclass(frozen=True)
 class Metadata:
     min_ops: int = 1000  # opens+stats+seeks+fsyncs before a storm is considered
     time_share: float = 0.3  # metadata time / (metadata + read + write time)
-    rate_per_s: float = 500.0  # sustained metadata ops per second
+    rate_per_s: float = 500.0  # sustained metadata ops per second (peak 1 s bin, or average)
     reopen_count: int = 10  # opens of one file by one process
+    opens_per_data_op: float = 0.5  # opens per read/write: a file opened for (almost) every access
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,10 @@ class Stragglers:
     mad_factor: float = 3.5  # robust z-score above which a process straggles
     min_processes: int = 4
     min_excess_s: float = 1.0  # ignore stragglers slower by less than this
+    min_excess_share: float = 0.2  # ... or by less than this share of the median
+    task_min_tasks: int = 5  # Dask tasks of one prefix needed before stragglers are judged
+    task_min_excess_s: float = 0.5
+    scaling_efficiency: float = 0.7  # weak scaling: per-process I/O time ratio below this is a loss
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,8 @@ class Access:
     imbalance_ratio: float = 2.0  # max/median bytes per rank
     alignment_share: float = 0.5  # misaligned share of ops
     shared_min_ranks: int = 4
+    redundant_min_bytes: int = 1024 * 1024  # ignore re-reads of files smaller than this
+    parallel_fs: tuple[str, ...] = ("lustre", "gpfs", "dvs", "beegfs", "panfs", "nfs", "cephfs", "wekafs")
 
 
 @dataclass(frozen=True)

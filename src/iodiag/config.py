@@ -78,6 +78,7 @@ class Severity:
     high: float = 0.25  # share of I/O time
     medium: float = 0.05
     low: float = 0.01
+    min_cost_s: float = 0.1  # a problem costing less than this is at most "low", whatever its share
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ def small_bucket_count(size_bytes: int) -> tuple[int, int]:
 
 
 def group_sum(keys: np.ndarray, values: np.ndarray, n: int | None = None) -> np.ndarray:
-    return np.bincount(keys, weights=values, minlength=n or 0)
+    return np.bincount(keys, weights=values, minlength=n or 0).astype("f8", copy=False)
 
 
 def robust_z(x: np.ndarray) -> tuple[np.ndarray, float, float]:

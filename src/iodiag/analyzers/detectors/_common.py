@@ -20,6 +20,8 @@ def finding(cfg: Config, id: str, title: str, *, cost_s: float | None, total_s: 
         share = float(min(cost_s / total_s, 1.0))
     sev = severity or severity_from_share(share, high=cfg.severity.high, medium=cfg.severity.medium,
                                           low=cfg.severity.low)
+    if severity is None and cost_s is not None and cost_s < cfg.severity.min_cost_s and sev in ("high", "medium"):
+        sev = "low"
     ev = {k: _plain(v) for k, v in evidence.items()}
     return Finding(id=id, severity=sev, title=title, evidence=ev, recommendation=recommendation,
                    files=files or [], processes=[int(p) for p in (processes or [])],

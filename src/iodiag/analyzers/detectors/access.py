@@ -54,9 +54,9 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
     n_nonseq, n_ops = int(nonseq[hit].sum()), int(ops[hit].sum())
     ev = {"non_sequential_ops": n_nonseq, "ops": n_ops, "non_sequential_share": n_nonseq / max(n_ops, 1),
           "non_sequential_reads": int((r - sr)[hit].sum()), "non_sequential_writes": int((w - sw)[hit].sum())}
-    if m.dxt_complete:
+    if len(profile.ops):  # a partial trace is still a sample of the pattern
         rnd, n = _dxt_random(profile, fids[hit])
-        ev.update(dxt_random_ops=rnd, dxt_ops=n)
+        ev.update(dxt_random_ops=rnd, dxt_ops=n, dxt_complete=m.dxt_complete)
         if rnd < c.random_share * max(n, 1):
             return []  # the backward steps are one constant stride (a wrapping sweep): small-io covers it
         n_nonseq = rnd

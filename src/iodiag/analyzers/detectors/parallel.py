@@ -55,7 +55,10 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
         return []
     z, med, mad = robust_z(x[active])
     excess = x[active] - med
-    slow = (z > c.mad_factor) & (excess >= max(c.min_excess_s, c.min_excess_share * med))
+    # a process that is slow because it carries more bytes is rank-imbalance, not a straggler
+    b = m.proc_bytes[active]
+    heavy = b >= cfg.access.imbalance_ratio * max(float(np.median(b)), 1.0)
+    slow = (z > c.mad_factor) & (excess >= max(c.min_excess_s, c.min_excess_share * med)) & ~heavy
     if not slow.any():
         return []
     procs = np.flatnonzero(active)[slow]
@@ -71,14 +74,41 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
           "slowest_excess_s": float(x[worst] - med), **{f"slowest_{k}": v for k, v in split.items()},
           "source": "dxt" if m.dxt_complete else "counters"}
     what = max(split, key=split.get).replace("_s", "") if any(split.values()) else "I/O"
+    ost = _common_ost(profile, procs)
+    if ost:
+        ev.update(ost)
     files = top_files(profile, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
     return [finding(cfg, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
                     f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", cost_s=float(x[worst] - med),
                     total_s=max(m.critical_io_s, float(x.max())), evidence=ev, files=files,
                     processes=[int(p) for p in procs[: cfg.report.top_processes]],
-                    recommendation=f"process {worst} spends most of its extra time in {what} on {files[0] if files else 'its files'}"
-                    f": give it less data (rebalance the decomposition), check its node/OST (slow target), or "
-                    f"aggregate its requests; the job waits ~{x[worst] - med:.1f} s for it")]
+                    recommendation=f"process {worst} spends most of its time in {what} on {files[0] if files else 'its files'}"
+                    f"; it moves no more data than its peers, so look at where it runs: "
+                    + (f"{ost['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ost['suspect_ost']} "
+                       f"(vs {ost['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
+                       "away from it (lfs setstripe -o); " if ost else "check its node and storage target; ")
+                    + f"the job waits ~{x[worst] - med:.1f} s for it")]
+
+
+def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
+    """The Lustre OST most over-represented among the stragglers' files."""
+    lus = profile.module("LUSTRE")
+    if lus is None or not len(procs):
+        return {}
+    strag = np.isin(lus["proc"], procs)
+    if not strag.any():
+        return {}
+    def count(mask):
+        ids = [int(o) for txt in lus["osts"][mask] for o in str(txt).split(",") if o.strip().lstrip("-").isdigit()]
+        return np.bincount(ids, minlength=1) if ids else np.zeros(1, "i8")
+    a, b = count(strag), count(~strag)
+    n = max(len(a), len(b))
+    a, b = np.pad(a, (0, n - len(a))), np.pad(b, (0, n - len(b)))
+    ratio = (a / max(strag.sum(), 1)) / ((b + 1) / max((~strag).sum(), 1))
+    o = int(np.argmax(ratio))
+    if a[o] < 2 or a[o] < 0.5 * strag.sum():
+        return {}
+    return {"suspect_ost": o, "suspect_ost_straggler_files": int(a[o]), "suspect_ost_other_files": int(b[o])}
 
 
 def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:

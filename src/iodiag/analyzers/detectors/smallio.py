@@ -77,7 +77,9 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
           "small_share_of_ops": n_small / max(n_ops, 1), "files_with_small_io": int(hit.sum()),
           "consecutive_ops_counter": int(consec), "strided_ops_counter": int(strides),
           "top_stride_gap_bytes": int(s1[np.argmax(t["POSIX_STRIDE1_COUNT"][rows])]) if rows.any() else 0}
-    pat = _dxt_pattern(profile, fids[hit], edge, c.buffer_bytes) if m.dxt_complete else {}
+    pat = _dxt_pattern(profile, fids[hit], edge, c.buffer_bytes) if len(profile.ops) else {}
+    if pat:
+        pat["dxt_complete"] = m.dxt_complete  # a partial trace is a sample: its counts are lower bounds
     ev.update(pat)
     procs = group_sum(np.clip(t["proc"][rows], 0, None), (sr + sw)[rows].astype("f8"), m.nprocs)
     return [finding(cfg, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",

@@ -26,7 +26,7 @@ def diagnose(profile: JobProfile, config: Config | None = None) -> list[Finding]
 
 
 def _register() -> None:
-    from . import access, coverage, metadata, mpi, parallel, smallio
+    from . import access, coverage, metadata, mpi, parallel, smallio, tasks
 
     DETECTORS.extend([
         coverage.detect_no_io,
@@ -43,6 +43,7 @@ def _register() -> None:
         parallel.detect_rank_imbalance,
         parallel.detect_straggler_process,
         parallel.detect_inactive_ranks,
+        tasks.detect_straggler_task,
     ])
 
 

@@ -46,6 +46,7 @@ H5BENCH = "drishti-io/sample/*.darshan"
 VPIC = "darshan/darshan-util/pydarshan/darshan/tests/input/sample.darshan"
 NC2ZARR = "generated/xarray-nc2zarr-1proc-dxt/*.darshan"
 FORK = "generated/mp-pool-fork-terminate/*.darshan*"
+DXT1024 = "dxt-explorer/sample/*.darshan"
 
 CONTROLS = [
     # log, must fire, must not fire
@@ -78,6 +79,9 @@ CONTROLS = [
     (VPIC, {"misaligned"}, {"small-io", "no-io"}),
     # a small xarray NetCDF->Zarr run: 24 POSIX reads/writes only, nothing at scale
     (NC2ZARR, set(), {"small-io", "metadata-storm", "many-small-files", "random-access", "partial-log"}),
+    # 1,024 ranks: 121,858 POSIX reads of 100 B-1 KiB; SEQ_READS 65,461 of 122,942 (47 % jump back,
+    # 46,275 of them not explained by a constant step in DXT); 41 ranks hold 99 % of the bytes
+    (DXT1024, {"small-io", "random-access", "rank-imbalance"}, {"partial-log", "many-small-files"}),
     # a zero-byte .darshan_partial from a worker killed while writing its log
     (FORK, {"partial-log"}, {"no-io"}),
 ]

@@ -62,7 +62,7 @@ class Stragglers:
 
 @dataclass(frozen=True)
 class Access:
-    random_share: float = 0.5  # non-sequential share of ops to call access random
+    random_share: float = 0.2  # non-sequential (backward) share of a file's ops to call access random
     min_ops: int = 1000
     redundant_factor: float = 2.0  # bytes read / file size
     stdio_share: float = 0.1  # STDIO bytes share of all bytes
@@ -78,7 +78,7 @@ class Severity:
     high: float = 0.25  # share of I/O time
     medium: float = 0.05
     low: float = 0.01
-    min_cost_s: float = 0.1  # a problem costing less than this is at most "low", whatever its share
+    min_cost_s: float = 0.05  # a problem costing less than this is at most "low", whatever its share
 
 
 @dataclass(frozen=True)

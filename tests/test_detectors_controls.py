@@ -167,3 +167,38 @@ def test_stdio_partial_is_not_small_files():
     f = by(STDIO_PARTIAL, "metadata-storm")
     assert f.evidence["opens_per_data_op"] == pytest.approx(1026 / 1029, abs=1e-3)
     assert f.severity == "info"  # 0.036 s of metadata against 5.42 s of writes
+
+
+DASKZARR = "generated/dask-localcluster-2workers-dxt-jobid/*.darshan"
+
+
+def test_zarr_chunk_grid_and_rechunk_plan(tmp_path):
+    """240x90x180 float32 x 2 vars written with chunks time=4, lat=45: grid (60, 2, 1) per array."""
+    from iodiag.config import load_config
+
+    prof = load_job(sorted(str(p) for p in CORPUS.glob(DASKZARR)))
+    # 241 chunk files only: below the default 1,000-file threshold, so lower it from TOML
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text("[small_files]\ncount = 100\n")
+    f = {x.id: x for x in diagnose(prof, load_config(cfg_file))}["many-small-files"]
+    assert f.evidence["largest_array_chunk_grid"] == [60, 2, 1]
+    assert f.evidence["zarr_chunk_files"] == 241  # 120 + 120 + 1 (the time coordinate)
+    assert "x60 along dimension 0 (60 chunks) and x2 along dimension 1" in f.recommendation
+    assert "241 -> 3" in f.recommendation
+    assert "many-small-files" not in {x.id for x in diagnose(prof)}  # default threshold: 1,000 files
+
+
+def test_metadata_storm_names_what_the_time_went_to():
+    fs = findings_of(DASKZARR)
+    # 99 % of META_TIME is on out.zarr chunk files (.partial + final names)
+    assert fs["metadata-storm"].evidence["zarr-chunk_metadata_s"] > 0.9 * fs["metadata-storm"].evidence["metadata_s"]
+    assert "Zarr chunk files" in fs["metadata-storm"].recommendation
+    # in.nc is read in 64 B..64 KiB pieces at a constant 64,800 B step = 90 x 180 x 4 B, one time slab
+    s = fs["small-io"]
+    assert s.evidence["stride_bytes"] == 90 * 180 * 4 and s.evidence["array_file"].endswith("in.nc")
+    assert "nccopy -c" in s.recommendation
+    h = by(HALF, "metadata-storm")
+    # 64 .py/.pyc/.so files under /users/.../.conda take 86 % of META_TIME; /users is not in the log's
+    # mount table, so the path resolves to "/" (rootfs)
+    assert h.evidence["python-import_metadata_s"] > 0.8 * h.evidence["metadata_s"]
+    assert "importing modules (.py/.pyc/.so) from rootfs" in h.recommendation

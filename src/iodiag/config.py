@@ -46,7 +46,8 @@ class Metadata:
 class SmallFiles:
     count: int = 1000  # at least this many files ...
     size_bytes: int = 4 * 1024 * 1024  # ... each smaller than this
-    target_chunk_bytes: int = 64 * 1024 * 1024  # recommended chunk size
+    target_chunk_bytes: int = 64 * 1024 * 1024  # recommended size of a packed file
+    zarr_chunk_bytes: int = 16 * 1024 * 1024  # recommended bytes per Zarr chunk file (compressed, as stored)
 
 
 @dataclass(frozen=True)

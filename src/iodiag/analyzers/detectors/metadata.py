@@ -17,6 +17,16 @@ from ...findings import Finding
 from ...profile import OP, JobProfile
 from ..metrics import fmt_bytes, group_sum, metrics_of
 from ._common import finding, pct, top_files, top_procs
+from ._zarr import chunk_grids, merge_plan, path_kind
+
+_KIND_ADVICE = {
+    "python-import": "is Python importing modules (.py/.pyc/.so) from {fs}: install the "
+                     "environment on node-local disk or in a container/squashfs image, or pre-stage it",
+    "zarr-chunk": "is Zarr chunk files (an open, a temp file and a rename per chunk): use fewer, larger chunks "
+                  "or Zarr v3 sharding (see many-small-files)",
+    "netcdf-hdf5": "is NetCDF/HDF5 files being opened and queried: open each file once per process and reuse "
+                   "it; with xarray pass the opened Dataset to tasks instead of reopening per task",
+}
 
 _META_CODES = [OP[k] for k in ("open", "stat", "seek", "fsync", "readdir", "mkdir", "rename", "unlink")]
 _STD = ("<STDIN>", "<STDOUT>", "<STDERR>")
@@ -78,9 +88,19 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
         advice.append(f"{counts['seeks']:,} seeks: use pread/pwrite with explicit offsets")
     if counts["fsyncs"] >= c.min_ops // 10:
         advice.append(f"{counts['fsyncs']:,} fsync/flush calls: sync once per file at the end")
+    meta_f = group_sum(m.file_idx, lv["meta_s"], len(m.file_ids))
+    paths = profile.path_of()
+    kinds = np.array([path_kind(paths.get(int(f), "")) for f in m.file_ids], dtype=object)
+    for kind, text in _KIND_ADVICE.items():
+        k_s = float(meta_f[kinds == kind].sum())
+        if m.meta_s > 0 and k_s >= 0.3 * m.meta_s:
+            ev[f"{kind}_metadata_s"] = k_s
+            fst = profile.files["fs_type"][np.isin(profile.files["file_id"], m.file_ids[kinds == kind])]
+            fs_name = max(set(fst.tolist()), key=fst.tolist().count) if len(fst) else ""
+            text = text.replace("{fs}", f"{fs_name or 'the file system'}")
+            advice.insert(0, f"{pct(k_s / m.meta_s)} of the metadata time ({int((kinds == kind).sum()):,} files) {text}")
     if not advice:
         advice.append("reduce open/stat traffic: keep files open, avoid per-op existence checks")
-    meta_f = group_sum(m.file_idx, lv["meta_s"], len(m.file_ids))
     return [finding(cfg, "metadata-storm", "metadata storm: " + "; ".join(reasons), cost_s=m.meta_s,
                     total_s=m.total_io_s, evidence=ev, recommendation="; ".join(advice),
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
@@ -109,14 +129,18 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
     mean = total / len(sizes)
     k = max(int(c.target_chunk_bytes // max(mean, 1)), 1)
     after = int(np.ceil(len(sizes) / k))
-    zarr = any(".zarr" in str(d) for d in du)
+    grids = chunk_grids(p, fs["bytes_written"] + fs["bytes_read"])
     ev = {"small_files": int(small.sum()), "opened_without_data_files": int(opened_only.sum()),
           "size_threshold_bytes": c.size_bytes, "median_file_bytes": float(np.median(sizes)),
           "p90_file_bytes": float(np.percentile(sizes, 90)), "total_bytes": total, "mean_file_bytes": mean,
           "files_in_top_directory": int(dc.max()), "directories": int(len(du)), "time_on_small_files_s": cost}
-    how = ("merge chunks: each chunk file of the Zarr store holds ~" + fmt_bytes(mean) + f"; use chunks {k}x larger "
-           f"(~{fmt_bytes(mean * k)}) or Zarr v3 sharding" if zarr else
-           f"pack them into fewer files (HDF5/NetCDF container, Zarr with sharding, or an archive) of up to "
+    if grids:
+        return [finding(cfg, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
+                        f"({fmt_bytes(total)} in total), chunk files of {len(grids)} Zarr array(s)", cost_s=cost,
+                        total_s=m.total_io_s, evidence={**ev, **_zarr_evidence(grids, c.zarr_chunk_bytes)},
+                        recommendation=_zarr_advice(grids, c.zarr_chunk_bytes),
+                        files=top_files(profile, m.file_ids, np.where(small, fs["meta_s"] + 1e-12, 0), cfg.report.top_files))]
+    how = (f"pack them into fewer files (HDF5/NetCDF container, Zarr with sharding, or an archive) of up to "
            f"{fmt_bytes(c.target_chunk_bytes)}, ~{k:,} of today's files each")
     rec = (f"{int(small.sum()):,} files averaging {fmt_bytes(mean)} (median {fmt_bytes(float(np.median(sizes)))}), "
            f"most in {top_dir} ({int(dc.max()):,}): {how}; expected files {int(small.sum()):,} -> {after:,} "
@@ -125,3 +149,24 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
     return [finding(cfg, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
                     f"({fmt_bytes(total)} in total)", cost_s=cost, total_s=m.total_io_s, evidence=ev,
                     recommendation=rec, files=top_files(profile, m.file_ids, w, cfg.report.top_files))]
+
+
+def _zarr_evidence(grids: dict, target: float) -> dict:
+    name = max(grids, key=lambda a: grids[a]["chunks"])
+    g = grids[name]
+    return {"zarr_arrays": len(grids), "zarr_chunk_files": int(sum(a["chunks"] for a in grids.values())),
+            "largest_array": name, "largest_array_chunk_grid": list(g["grid"]),
+            "largest_array_mean_chunk_bytes": g["mean_chunk_bytes"]}
+
+
+def _zarr_advice(grids: dict, target: float) -> str:
+    parts, before, after = [], 0, 0
+    for name, g in sorted(grids.items(), key=lambda kv: -kv[1]["chunks"]):
+        factors, new_bytes, files = merge_plan(g["grid"], g["mean_chunk_bytes"], target)
+        before, after = before + g["chunks"], after + files
+        if len(parts) < 2:
+            dims = " and ".join(f"x{f} along dimension {d} ({g['grid'][d]} chunks)" for d, f in enumerate(factors) if f > 1)
+            parts.append(f"{name.rsplit('/', 1)[-1]}: chunk grid {tuple(g['grid'])} of ~{fmt_bytes(g['mean_chunk_bytes'])} "
+                         f"per chunk file; rechunk {dims or 'not needed'} -> ~{fmt_bytes(new_bytes)} per chunk")
+    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{pct(1 - after / max(before, 1))}), "
+            "or keep the chunks and group them with Zarr v3 sharding (ShardingCodec) so one file holds many chunks")

@@ -82,10 +82,12 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
         pat["dxt_complete"] = m.dxt_complete  # a partial trace is a sample: its counts are lower bounds
     ev.update(pat)
     procs = group_sum(np.clip(t["proc"][rows], 0, None), (sr + sw)[rows].astype("f8"), m.nprocs)
+    top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
+    if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
+        ev["array_file"] = top[0]
     return [finding(cfg, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
                     cost_s=cost, total_s=m.total_io_s, evidence=ev, recommendation=_advice(ev, pat, n_small, c.buffer_bytes),
-                    files=top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files),
-                    processes=top_procs(procs, cfg.report.top_processes))]
+                    files=top, processes=top_procs(procs, cfg.report.top_processes))]
 
 
 def _advice(ev: dict, pat: dict, n_small: int, buf: int) -> str:
@@ -104,6 +106,10 @@ def _advice(ev: dict, pat: dict, n_small: int, buf: int) -> str:
         parts.append(f"{n_str:,} small ops step through the file at a constant {what} of {stride:,} B (strided, not random): "
                      f"read the whole strided region in large blocks and slice in memory, or rechunk/relayout so the "
                      f"fields read together are contiguous; each {stride:,} B step now costs one request")
+        if ev.get("array_file"):
+            parts.append(f"{ev['array_file']} is NetCDF/HDF5: a {stride:,} B step is one record/slab of the variable, so "
+                         "each time step is read separately; request many steps at once (larger Dask chunks along that "
+                         "dimension, e.g. open_dataset(chunks={'time': 24})) or rechunk the file (nccopy -c / h5repack -l)")
     if pat.get("same_offset_ops", 0) >= 0.2 * n_small:
         parts.append(f"{pat['same_offset_ops']:,} small ops re-access the offset of the previous op (the same bytes "
                      f"again, typical of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "

@@ -94,9 +94,10 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
         stripe = dict(zip(lus["file_id"].tolist(), lus["stripe_size"].tolist()))
     ranks = np.zeros(len(fids))
     ranks[np.searchsorted(fids, m.file_ids[np.isin(m.file_ids, fids)])] = m.file_ranks[np.isin(m.file_ids, fids)]
-    # heuristic: a misaligned request touches one extra stripe/lock; on a file written by several
-    # processes that costs about half the request (lock ping-pong), alone about a tenth
-    factor = np.where(ranks >= 2, 0.5, 0.1)
+    # a misaligned request of s bytes shares a partial stripe/lock of A bytes with its neighbour at each end:
+    # about A/s of it is extra work (all of it when s < A); a lone writer pays a fifth of that (no lock ping-pong)
+    a_f = np.array([float(stripe.get(int(f), 0) or a) for f, a in zip(fids, align)])
+    factor = np.minimum(1.0, a_f / np.maximum(mean, 1)) * np.where(ranks >= 2, 1.0, 0.2)
     cost_f = (rt + wt) * na / np.maximum(ops, 1) * factor * hit
     i = int(np.argmax(cost_f))
     a = int(stripe.get(int(fids[i]), 0) or align[i])

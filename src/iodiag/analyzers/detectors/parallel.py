@@ -151,10 +151,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
         if len(sc):
             ev["top_file_stripe_count"] = int(sc.max())
             note += f" {files[0]} has a Lustre stripe count of {int(sc.max())}: stripe it wider (lfs setstripe -c 8 or more);"
-    hints = profile.job.metadata.get("h", "")
-    if hints:
-        ev["mpiio_hints"] = hints
-        note += f" the job's MPI-IO hints were '{hints}';"
+    # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
     return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {m.nprocs} processes move {ev['share_of_bytes_on_heavy']:.0%} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
                     cost_s=float(t.max() - np.median(t)), total_s=m.critical_io_s, evidence=ev, files=files,

@@ -113,6 +113,8 @@ def fmt_number(v: Any) -> str:
 
 
 def fmt_value(v: Any) -> str:
+    if v is None:
+        return "-"
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, (int, float, np.integer, np.floating)):

@@ -150,11 +150,16 @@ def _render_plots(specs: list[dict], *, parallel: bool) -> None:
     Matplotlib is single-threaded, so the second core is only usable from a
     second process; fork shares the loaded profile and matplotlib for free.
     A child that fails is not an error: the parent draws what is missing.
+    Only a single-threaded process forks (the CLI joins its prewarm thread
+    first); anywhere else the plots are drawn in turn.
     """
     jobs = [s for s in specs if s["draw"] is not None]
     mine, theirs = jobs, []
     pid, rfd = 0, -1
-    if parallel and len(jobs) >= 3 and hasattr(os, "fork"):
+    import threading
+
+    # fork only a single-threaded process (a thread holding a lock at fork time would hang the child)
+    if parallel and len(jobs) >= 3 and hasattr(os, "fork") and threading.active_count() == 1 and (os.cpu_count() or 1) > 1:
         theirs, mine = jobs[1::2], jobs[0::2]
         try:
             rfd, wfd = os.pipe()

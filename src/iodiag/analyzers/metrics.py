@@ -207,6 +207,26 @@ def _compute(profile: JobProfile) -> Metrics:
                    critical_io_s=float(proc_io.max()) if len(proc_io) else 0.0)
 
 
+def peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
+    """Processes that should do comparable I/O: the ranks of the largest MPI log, or, for a job made of
+    1-process logs (Dask, multiprocessing), the processes with I/O running the most common executable."""
+    pr, n = profile.processes, m.nprocs
+    mask = np.zeros(n, bool)
+    if not len(pr):
+        return mask
+    sizes = np.bincount(pr["log"])
+    big = int(np.argmax(sizes))
+    if sizes[big] >= 2:
+        mask[pr["proc"][pr["log"] == big]] = True
+        return mask
+    busy = m.proc_bytes[pr["proc"]] > 0
+    if not busy.any():
+        return mask
+    exes, counts = np.unique(pr["exe"][busy].astype(str), return_counts=True)
+    mask[pr["proc"][busy & (pr["exe"].astype(str) == exes[np.argmax(counts)])]] = True
+    return mask
+
+
 _CACHE: dict[int, tuple[weakref.ref, Metrics]] = {}
 
 

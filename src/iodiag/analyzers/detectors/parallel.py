@@ -14,7 +14,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of, robust_z
+from ..metrics import col, fmt_bytes, group_sum, metrics_of, peer_mask, robust_z
 from ._common import finding, top_files
 
 # highest interface first: the level at which the application itself asks for data
@@ -50,7 +50,7 @@ def _rows_of(profile: JobProfile, proc: int) -> tuple[np.ndarray, np.ndarray]:
 def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
     m, c = metrics_of(profile), cfg.stragglers
     x = _proc_times(profile)
-    active = x > 0
+    active = (x > 0) & peer_mask(profile, m)
     if active.sum() < c.min_processes:
         return []
     z, med, mad = robust_z(x[active])
@@ -113,15 +113,18 @@ def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
 
 def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     m, c = metrics_of(profile), cfg.access
-    b = m.proc_bytes
-    if m.nprocs < 2 or b.max() <= 0:
+    peers = peer_mask(profile, m)
+    if peers.sum() < cfg.stragglers.min_processes:
         return []
-    med = float(np.median(b))
+    b = np.where(peers, m.proc_bytes, 0.0)
+    if b.max() <= 0:
+        return []
+    med = float(np.median(b[peers]))
     ratio = float(b.max() / med) if med > 0 else float("inf")
     if ratio < c.imbalance_ratio:
         return []
-    heavy = np.flatnonzero(b >= c.imbalance_ratio * max(med, 1.0))
-    t = m.proc_io_s
+    heavy = np.flatnonzero(peers & (b >= c.imbalance_ratio * max(med, 1.0)))
+    t = m.proc_io_s[peers]
     ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
           "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
           "max_io_s": float(t.max()), "median_io_s": float(np.median(t))}
@@ -152,9 +155,9 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
             ev["top_file_stripe_count"] = int(sc.max())
             note += f" {files[0]} has a Lustre stripe count of {int(sc.max())}: stripe it wider (lfs setstripe -c 8 or more);"
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
-    return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {m.nprocs} processes move {ev['share_of_bytes_on_heavy']:.0%} "
+    return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
-                    cost_s=float(t.max() - np.median(t)), total_s=m.critical_io_s, evidence=ev, files=files,
+                    cost_s=float(t.max() - np.median(t)), total_s=float(t.max()), evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
                     recommendation=f"spread the I/O:{note} give every process a similar share of the data "
                     f"(today {len(heavy)} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")]

@@ -128,6 +128,8 @@ class Metrics:
     file_ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, "i8"))  # processes touching each file
     dxt_complete: bool = False
     critical_io_s: float = 0.0  # largest per-process I/O time (the I/O critical path)
+    rw_sorted: Table | None = None  # POSIX read/write ops sorted by (proc, file, op, start); see posix_rw_sorted
+    ops_file_procs: tuple | None = None  # (file ids, distinct processes per file) from ops; see ops_procs_per_file
 
     def share(self, cost_s: float) -> float | None:
         return float(cost_s / self.total_io_s) if self.total_io_s > 0 else None
@@ -241,17 +243,42 @@ def metrics_of(profile: JobProfile) -> Metrics:
     return m
 
 
-def ops_groups(ops: Table, mask: np.ndarray | None = None) -> tuple[Table, np.ndarray, np.ndarray]:
-    """Ops sorted by (proc, file, op kind, start) with a group id per (proc, file, op) and a 'same group as previous row' flag."""
-    t = ops if mask is None else ops.filter(mask)
-    order = np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"]))
-    t = t.take(order)
-    if not len(t):
-        return t, np.zeros(0, "i8"), np.zeros(0, bool)
+def posix_rw_sorted(profile: JobProfile) -> Table:
+    """POSIX read/write ops sorted by (proc, file, op kind, start); sorted once per profile."""
+    m = metrics_of(profile)
+    if m.rw_sorted is None:
+        o = profile.ops
+        t = o.filter((o["op"] <= OP["write"]) & (o["module"] == 0)) if len(o) else o
+        m.rw_sorted = t.take(np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"]))) if len(t) else t
+    return m.rw_sorted
+
+
+def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted file ids, number of distinct processes with ops on each) from the ops table, once per profile."""
+    m = metrics_of(profile)
+    if m.ops_file_procs is None:
+        o = profile.ops
+        if not len(o):
+            m.ops_file_procs = (np.zeros(0, "u8"), np.zeros(0, "i8"))
+        else:
+            fu, fi = np.unique(o["file_id"], return_inverse=True)
+            n = int(o["proc"].max()) + 2
+            pairs = np.unique(fi.astype("i8") * n + (o["proc"] + 1))
+            u, c = np.unique(pairs // n, return_counts=True)
+            m.ops_file_procs = (fu[u], c)
+    return m.ops_file_procs
+
+
+def ops_groups(profile: JobProfile, mask=None) -> tuple[Table, np.ndarray]:
+    """Sorted POSIX read/write ops (optionally only rows where ``mask(table)`` holds) and a
+    'same (proc, file, op) group as the previous row' flag."""
+    t = posix_rw_sorted(profile)
+    if mask is not None and len(t):
+        t = t.filter(mask(t))
     same = np.zeros(len(t), bool)
-    same[1:] = (t["proc"][1:] == t["proc"][:-1]) & (t["file_id"][1:] == t["file_id"][:-1]) & (t["op"][1:] == t["op"][:-1])
-    gid = np.cumsum(~same) - 1
-    return t, gid, same
+    if len(t):
+        same[1:] = (t["proc"][1:] == t["proc"][:-1]) & (t["file_id"][1:] == t["file_id"][:-1]) & (t["op"][1:] == t["op"][:-1])
+    return t, same
 
 
 def fmt_bytes(n: float) -> str:

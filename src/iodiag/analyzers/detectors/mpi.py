@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of
+from ..metrics import col, fmt_bytes, group_sum, metrics_of, ops_procs_per_file
 from ._common import finding, top_files
 
 
@@ -23,13 +23,8 @@ def _ranks_per_file(profile: JobProfile, fids: np.ndarray) -> np.ndarray:
     k = np.searchsorted(m.file_ids, fids)
     ok = (k < len(m.file_ids)) & (m.file_ids[np.minimum(k, len(m.file_ids) - 1)] == fids)
     out[ok] = m.file_ranks[k[ok]]
-    o = profile.ops
-    if len(o):
-        fu, fi = np.unique(o["file_id"], return_inverse=True)
-        n = int(o["proc"].max()) + 2
-        pairs = np.unique(fi.astype("i8") * n + (o["proc"] + 1))
-        u, c = np.unique(pairs // n, return_counts=True)
-        u = fu[u]
+    u, c = ops_procs_per_file(profile)
+    if len(u):
         j = np.searchsorted(u, fids)
         hit = (j < len(u)) & (u[np.minimum(j, len(u) - 1)] == fids)
         out[hit] = np.maximum(out[hit], c[j[hit]])

@@ -158,6 +158,8 @@ def test_badost_names_the_slow_ost():
     assert f.evidence["stragglers"] == 85 and f.evidence["suspect_ost"] == 14
     assert f.evidence["suspect_ost_other_files"] == 0
     assert "OST 14" in f.recommendation
+    # POSIX_F_WRITE_END_TIMESTAMP: the median rank finished writing at 5.9 s, the stragglers at 727.7 s
+    assert f.evidence["median_last_data_op_end_s"] < 10 < 700 < f.evidence["stragglers_last_data_op_end_s"]
 
 
 def test_pdxt_small_io_recognises_rereads():

@@ -44,17 +44,19 @@ _LEVEL = {
                   meta_s="POSIX_F_META_TIME", opens="POSIX_OPENS", stats="POSIX_STATS", seeks="POSIX_SEEKS",
                   fsyncs="POSIX_FSYNCS", fdsyncs="POSIX_FDSYNCS", max_read="POSIX_MAX_BYTE_READ",
                   max_written="POSIX_MAX_BYTE_WRITTEN", first_s="POSIX_F_OPEN_START_TIMESTAMP",
-                  last_s="POSIX_F_CLOSE_END_TIMESTAMP", slow_rank="POSIX_SLOWEST_RANK",
+                  last_s="POSIX_F_CLOSE_END_TIMESTAMP", read_end_s="POSIX_F_READ_END_TIMESTAMP",
+                  write_end_s="POSIX_F_WRITE_END_TIMESTAMP", slow_rank="POSIX_SLOWEST_RANK",
                   slow_bytes="POSIX_SLOWEST_RANK_BYTES", slow_s="POSIX_F_SLOWEST_RANK_TIME"),
     "STDIO": dict(reads="STDIO_READS", writes="STDIO_WRITES", bytes_read="STDIO_BYTES_READ",
                   bytes_written="STDIO_BYTES_WRITTEN", read_s="STDIO_F_READ_TIME", write_s="STDIO_F_WRITE_TIME",
                   meta_s="STDIO_F_META_TIME", opens="STDIO_OPENS", stats=None, seeks="STDIO_SEEKS",
                   fsyncs="STDIO_FLUSHES", fdsyncs=None, max_read="STDIO_MAX_BYTE_READ",
                   max_written="STDIO_MAX_BYTE_WRITTEN", first_s="STDIO_F_OPEN_START_TIMESTAMP",
-                  last_s="STDIO_F_CLOSE_END_TIMESTAMP", slow_rank="STDIO_SLOWEST_RANK",
+                  last_s="STDIO_F_CLOSE_END_TIMESTAMP", read_end_s="STDIO_F_READ_END_TIMESTAMP",
+                  write_end_s="STDIO_F_WRITE_END_TIMESTAMP", slow_rank="STDIO_SLOWEST_RANK",
                   slow_bytes="STDIO_SLOWEST_RANK_BYTES", slow_s="STDIO_F_SLOWEST_RANK_TIME"),
 }
-_FLOAT = ("read_s", "write_s", "meta_s", "first_s", "last_s", "slow_s")
+_FLOAT = ("read_s", "write_s", "meta_s", "first_s", "last_s", "slow_s", "read_end_s", "write_end_s")
 
 
 def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:

@@ -75,8 +75,8 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
           "source": "dxt" if m.dxt_complete else "counters"}
     what = max(split, key=split.get).replace("_s", "") if any(split.values()) else "I/O"
     ost = _common_ost(profile, procs)
-    if ost:
-        ev.update(ost)
+    ev.update(ost)
+    ev.update(_finish_and_host(profile, procs, np.flatnonzero(active)))
     files = top_files(profile, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
     return [finding(cfg, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
                     f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", cost_s=float(x[worst] - med),
@@ -86,8 +86,36 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
                     f"; it moves no more data than its peers, so look at where it runs: "
                     + (f"{ost['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ost['suspect_ost']} "
                        f"(vs {ost['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
-                       "away from it (lfs setstripe -o); " if ost else "check its node and storage target; ")
+                       "away from it (lfs setstripe -o); " if ost else
+                       f"all stragglers ran on {ev['stragglers_host']}: check that node; " if "stragglers_host" in ev else
+                       "check its node and storage target; ")
+                    + (f"the stragglers' last read/write ended at {ev['stragglers_last_data_op_end_s']:.1f} s into the job vs "
+                       f"{ev['median_last_data_op_end_s']:.1f} s for the median process; " if "median_last_data_op_end_s" in ev else "")
                     + f"the job waits ~{x[worst] - med:.1f} s for it")]
+
+
+def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) -> dict:
+    """When the stragglers' last I/O ended (vs the median peer) and whether they share one host."""
+    m = metrics_of(profile)
+    start = profile.job.start_s or 0.0
+    if m.dxt_complete:
+        o = profile.ops
+        end = np.full(m.nprocs, -np.inf)
+        np.maximum.at(end, np.clip(o["proc"], 0, m.nprocs - 1), o["end_s"] - start)
+    else:
+        lv = m.level
+        own = (lv["proc"] >= 0) & (lv["reads"] + lv["writes"] > 0)
+        end = np.full(m.nprocs, -np.inf)
+        np.maximum.at(end, lv["proc"][own], np.maximum(lv["read_end_s"], lv["write_end_s"])[own])
+    end[end <= 0] = -np.inf
+    out = {}
+    ok = np.isfinite(end[peers])
+    if ok.any() and np.isfinite(end[procs]).any():
+        out = {"median_last_data_op_end_s": float(np.median(end[peers][ok])), "stragglers_last_data_op_end_s": float(np.nanmax(np.where(np.isfinite(end[procs]), end[procs], np.nan)))}
+    hosts = profile.processes["host"][procs].astype(str) if len(profile.processes) else []
+    if len(hosts) > 1 and all(hosts) and len(set(hosts)) == 1:
+        out["stragglers_host"] = str(hosts[0])
+    return out
 
 
 def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:

@@ -146,7 +146,7 @@ def test_partial_log_gives_config_lines():
     assert f.severity == "medium"  # a counter module hit its cap: every number is a lower bound
     d = by(PDXT, "partial-log")
     # 1,000,000 POSIX ops x 32 B x 1.25 / 1 KiB = 39,063 records -> next power of two
-    assert "MAX_RECORDS 65536 DXT_POSIX,DXT_MPIIO" in d.recommendation
+    assert "MAX_RECORDS 65536 DXT_POSIX,DXT_MPIIO; MOD_ENABLE DXT_POSIX,DXT_MPIIO" in d.recommendation
     # the default 2 MiB DXT buffer holds 65,536 segments of 32 B; POSIX_READS says 1,000,000
     assert d.evidence["dxt_segments_recorded"] == 65_536
     assert d.evidence["dxt_missing_share"] == pytest.approx(1 - 65_536 / 1_000_000, abs=1e-6)

@@ -207,3 +207,13 @@ def test_metadata_storm_names_what_the_time_went_to():
     # mount table, so the path resolves to "/" (rootfs)
     assert h.evidence["python-import_metadata_s"] > 0.8 * h.evidence["metadata_s"]
     assert "importing modules (.py/.pyc/.so) from rootfs" in h.recommendation
+
+
+def test_capped_trace_pattern_completed_from_counters():
+    """tight-64B with default DXT memory: the trace stops after 65,465 segments (all writes), yet the
+    counters still show 292,081 reads at a constant 506,752 B gap (POSIX_STRIDE1_*)."""
+    f = by("generated/tight-64B-pwrite-pread-dxt-capped/*.darshan", "small-io")
+    assert f.evidence["dxt_complete"] is False and f.evidence["dxt_small_ops"] == 65_465
+    assert "DXT kept 65,465 of 600,000" in f.recommendation
+    assert "292,081 small ops step through the file at a constant gap between accesses of 506,752 B" in f.recommendation
+    assert "random-access" not in findings_of("generated/tight-64B-pwrite-pread-dxt-capped/*.darshan")

@@ -92,6 +92,25 @@ def size_hist(t: Table, prefix: str) -> np.ndarray:
     return np.stack([col(t, prefix + s) for s, _ in SIZE_BUCKETS], axis=1) if len(t) else np.zeros((0, 10), "i8")
 
 
+def access_size_table(profile: JobProfile, by: str = "file_id", module: str = "POSIX") -> Table:
+    """Read/write access-size histograms grouped by ``file_id`` or ``proc`` (shared records: proc -1).
+
+    Columns: the key, then read_<bucket> and write_<bucket> counts for Darshan's ten size buckets.
+    """
+    t = profile.module(module)
+    pre = "MPIIO" if module == "MPI-IO" else module
+    if t is None:
+        return Table()
+    keys, idx = np.unique(t[by], return_inverse=True)
+    cols: dict[str, np.ndarray] = {by: keys}
+    for kind in ("READ", "WRITE"):
+        agg = "_AGG" if module == "MPI-IO" else ""
+        h = size_hist(t, f"{pre}_SIZE_{kind}{agg}_")
+        for j, (name, _) in enumerate(SIZE_BUCKETS):
+            cols[f"{kind.lower()}_{name}"] = np.bincount(idx, weights=h[:, j], minlength=len(keys)).astype("i8")
+    return Table(cols)
+
+
 def small_bucket_count(size_bytes: int) -> tuple[int, int]:
     """How many leading buckets lie wholly below size_bytes, and the edge that makes them small."""
     n = 0

@@ -145,7 +145,8 @@ def _fmt(v: Any, unit: str) -> str:
         return human_bytes(v)
     if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer() and unit != "s"):
         return f"{int(v):,}"
-    return f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+    text = f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+    return f"{text} s" if unit == "s" else text
 
 
 def _fmt_delta(row: dict) -> str:
@@ -173,8 +174,11 @@ def compare_rows(d: dict) -> list[dict]:
 def render_compare_text(d: dict, *, labels: tuple[str, str] = ("A", "B")) -> str:
     """A plain-text summary for the terminal (no colour codes; the CLI may add them)."""
     la, lb = labels
-    lines = [f"{la}: job {d['a']['job_id']}  {d['a']['exe']}  ({d['a']['nprocs']} procs)",
-             f"{lb}: job {d['b']['job_id']}  {d['b']['exe']}  ({d['b']['nprocs']} procs)",
+    def procs(n):
+        return f"{n:,} process" + ("" if n == 1 else "es")
+
+    lines = [f"{la}: job {d['a']['job_id']}  {d['a']['exe']}  ({procs(d['a']['nprocs'])})",
+             f"{lb}: job {d['b']['job_id']}  {d['b']['exe']}  ({procs(d['b']['nprocs'])})",
              f"(I/O numbers at layer {'+'.join(d['layers']['a']) or '-'} vs {'+'.join(d['layers']['b']) or '-'})", ""]
     rows = compare_rows(d)
     w0 = max(len(r["label"]) for r in rows)

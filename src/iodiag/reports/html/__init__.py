@@ -336,7 +336,6 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
         "job": profile.job,
         "summary": _summary(profile),
         "findings": fdicts,
-        "detectors_ran": _detectors_registered(),
         "volumes": vol.rows(),
         "top_files": top.rows(),
         "n_files": len(ft),
@@ -345,14 +344,6 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
         "issues": issues,
         "obfuscated": False,
     }
-
-
-def _detectors_registered() -> bool:
-    try:
-        from ...analyzers.detectors import DETECTORS
-    except ImportError:  # pragma: no cover
-        return True
-    return bool(DETECTORS)
 
 
 def render_html(profile: JobProfile, findings: Iterable[Finding], *, report: dict | None = None,

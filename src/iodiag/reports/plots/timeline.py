@@ -164,7 +164,7 @@ def draw_io_timeline(tl: Timeline):
     from matplotlib.colors import LogNorm
 
     fig = new_figure(9.0, 4.6)
-    margins(fig, left_in=0.9, right_in=0.3, hspace=0.3)
+    margins(fig, left_in=0.9, right_in=0.3 if tl.source != "heatmap" else 0.75, hspace=0.3)
     axes = fig.subplots(2, 1, sharex=True)
     extent = (0.0, tl.n_bins * tl.bin_s, tl.nprocs - 0.5, -0.5)
     for ax, column, cmap, title in ((axes[0], "read", "Blues", "reads"), (axes[1], "write", "Oranges", "writes")):
@@ -185,6 +185,16 @@ def draw_io_timeline(tl: Timeline):
                        norm=norm, extent=extent)
         cb = fig.colorbar(im, ax=ax, pad=0.01, fraction=0.03)
         cb.ax.tick_params(labelsize=7)
+        if tl.source == "heatmap":
+            # plain "12.3 MiB/s" labels, decades only (mathtext labels overflow the figure)
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+
+            from . import human_bytes
+
+            cb.ax.yaxis.set_major_locator(LogLocator(base=10, numticks=5))
+            cb.ax.yaxis.set_minor_locator(NullLocator())
+            cb.ax.yaxis.set_minor_formatter(NullFormatter())
+            cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v) + "/s"))
         label = "process" if tl.procs_per_row == 1 else f"process (rows of {tl.procs_per_row})"
         ax.set_ylabel(label, fontsize=8)
         ax.set_title(f"{title}: {tl.unit}", fontsize=9, loc="left")

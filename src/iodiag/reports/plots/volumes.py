@@ -83,7 +83,7 @@ def draw_module_volumes(table: Table):
     """Bytes (left) and operation counts (right) per module, reads/writes/metadata."""
     n = max(len(table), 1)
     fig = new_figure(9.0, 0.5 + 0.45 * n + 0.95)
-    margins(fig, left_in=1.1, bottom_in=0.8, wspace=0.05)
+    margins(fig, left_in=1.35, bottom_in=0.8, wspace=0.05)
     ax_b, ax_o = fig.subplots(1, 2)
     mods = list(table["module"]) if len(table) else []
     y = np.arange(len(mods))
@@ -96,7 +96,7 @@ def draw_module_volumes(table: Table):
         ax_o.barh(y, table["writes"], h3, color=WRITE, label="writes")
         ax_o.barh(y + h3, table["meta_ops"], h3, color=META, label="metadata ops")
     for ax in (ax_b, ax_o):
-        ax.set_yticks(y, mods)
+        ax.set_yticks(y, mods, fontsize=8)
         ax.invert_yaxis()
         ax.grid(axis="x", alpha=0.3)
         if len(mods):

@@ -4,9 +4,10 @@
   n, mean, standard deviation and the 95 % confidence half-width
   (Student t, n-1 degrees of freedom) of a time, and the throughput
   (bytes / time) with the same statistics;
-* ``scaling``: along one axis (e.g. ``workers``), speedup T(p0)/T(p) and
-  parallel efficiency — strong: speedup / (p/p0); weak: T(p0)/T(p) (work per
-  worker constant, ideal = 1);
+* ``scaling``: along one axis (e.g. ``workers``), speedup and parallel
+  efficiency — strong (same total work): S = T(p0)/T(p), E = S/(p/p0); weak
+  (work per worker constant): scaled speedup (p/p0)·T(p0)/T(p), E = T(p0)/T(p);
+  ideal E = 1 in both;
 * ``means``: arithmetic and harmonic means of throughput across
   configurations (the harmonic mean is the one that matches "same bytes
   moved by each configuration", the arithmetic one "same time spent").
@@ -124,10 +125,13 @@ def scaling(summary, *, axis: str = "workers", mode: str = "strong"):
         p0, t0 = float(base[axis]), float(base["time_s_mean"])
         for _, r in g.iterrows():
             p, t = float(r[axis]), float(r["time_s_mean"])
-            speedup = t0 / t
             row = r.to_dict()
-            row["speedup"] = speedup
-            row["efficiency"] = speedup / (p / p0) if mode == "strong" else t0 / t
+            if mode == "strong":  # same total work: S = T(p0)/T(p), E = S / (p/p0)
+                row["speedup"] = t0 / t
+                row["efficiency"] = (t0 / t) / (p / p0)
+            else:  # work grows with p: scaled speedup (p/p0)·T(p0)/T(p), E = T(p0)/T(p)
+                row["speedup"] = (p / p0) * t0 / t
+                row["efficiency"] = t0 / t
             row["ideal_time_s"] = t0 * p0 / p if mode == "strong" else t0
             out.append(row)
     return pd.DataFrame(out)

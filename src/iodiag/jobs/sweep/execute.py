@@ -173,13 +173,16 @@ def submit(plan: Plan, *, scheduler: str, dry_run: bool = False, retry_failed: b
             continue
         if st == "submitted" and not dry_run:
             info = json.loads((run.dir / "submit.json").read_text())
-            if info.get("scheduler") == sched.name and _alive(sched, info["job_id"], timeout_s):
-                ids[run.name] = info["job_id"]
-                out.in_flight.append(run.name)
-                progress and progress("in-flight", run, info["job_id"])
-                if run.kind == "run":
-                    previous = run.name
-                continue
+            if info.get("scheduler") == sched.name:
+                if _alive(sched, info["job_id"], timeout_s):
+                    ids[run.name] = info["job_id"]
+                    out.in_flight.append(run.name)
+                    progress and progress("in-flight", run, info["job_id"])
+                    if run.kind == "run":
+                        previous = run.name
+                    continue
+                # queued but never runnable (e.g. afterok on a failed run), or gone: make sure it is gone
+                subprocess.run(sched.cancel_argv(info["job_id"]), capture_output=True, timeout=timeout_s)
         deps = [Dep(ids[d], "afterok") for d in run.depends_on if d in ids]
         if run.kind == "run" and previous and chain_kind != "none" and previous in ids:
             deps.append(Dep(ids[previous], chain_kind))

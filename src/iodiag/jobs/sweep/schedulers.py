@@ -101,6 +101,9 @@ class Scheduler:
     def is_alive(self, rc: int, stdout: str) -> bool:
         raise NotImplementedError
 
+    def cancel_argv(self, job_id: str) -> list[str]:
+        raise NotImplementedError
+
     def check_available(self) -> None:
         """Raise before anything is written or submitted when the commands are missing."""
         for cmd in (self.submit_command, self.query_command):
@@ -166,12 +169,19 @@ class Slurm(Scheduler):
         return m.group(1)
 
     def alive_argv(self, job_id):
-        return ["squeue", "-h", "-j", job_id, "-o", "%T"]
+        return ["squeue", "-h", "-j", job_id, "-o", "%T %r"]
 
     def is_alive(self, rc, stdout):
-        state = stdout.strip()
+        # a job pending on a dependency that can never be satisfied (afterok on a failed run)
+        # is dead for our purposes: it is cancelled and submitted again
+        state, _, reason = stdout.strip().partition(" ")
+        if reason.strip() == "DependencyNeverSatisfied":
+            return False
         return rc == 0 and state not in ("", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY",
                                          "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
+
+    def cancel_argv(self, job_id):
+        return ["scancel", job_id]
 
 
 class LSF(Scheduler):
@@ -213,6 +223,9 @@ class LSF(Scheduler):
 
     def alive_argv(self, job_id):
         return ["bjobs", "-noheader", "-o", "stat", job_id]
+
+    def cancel_argv(self, job_id):
+        return ["bkill", job_id]
 
     def is_alive(self, rc, stdout):
         state = stdout.strip()
@@ -260,6 +273,9 @@ class PBS(Scheduler):
 
     def alive_argv(self, job_id):
         return ["qstat", "-f", job_id]
+
+    def cancel_argv(self, job_id):
+        return ["qdel", job_id]
 
     def is_alive(self, rc, stdout):
         m = re.search(r"job_state = (\w)", stdout)

@@ -202,7 +202,7 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
             written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group, out=sweep_dir / "compare.png")
     if as_json:
         payload = {"summary": json.loads(res["summary"].to_json(orient="records")), "means": res["means"],
-                   "runs": res["runs"], "mode": mode, "axis": axis, "written": {k: str(v) for k, v in written.items()}}
+                   "runs": res["runs"], "notes": res["notes"], "mode": mode, "axis": axis, "written": {k: str(v) for k, v in written.items()}}
         if "scaling" in res:
             payload["scaling"] = json.loads(res["scaling"].to_json(orient="records"))
         typer.echo(json.dumps(payload, indent=2))
@@ -228,6 +228,8 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
         m = res["means"]
         con.print(f"throughput across {m['configurations']} configurations: arithmetic mean "
                   f"{m['arithmetic_mean_MBps']:.1f} MB/s, harmonic mean {m['harmonic_mean_MBps']:.1f} MB/s")
+    for n in res["notes"]:
+        _err().print(f"[yellow]note:[/] {n}")
     if res["runs"]["not_succeeded_rows"]:
         _err().print(f"[yellow]note:[/] {res['runs']['not_succeeded_rows']} rows from runs that did not succeed "
                      "are left out")

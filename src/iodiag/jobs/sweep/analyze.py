@@ -157,8 +157,14 @@ def analyze(df, *, axis: str | None = "workers", mode: str = "strong", time_col:
     summary = summarize(df, time_col=time_col, bytes_col=bytes_col, grid=grid)
     result: dict[str, Any] = {"summary": summary, "means": means(summary), "mode": mode, "axis": axis,
                               "time_col": time_col or default_time_column(df[df["status"] == "succeeded"])}
+    result["notes"] = []
     if axis and axis in summary.columns and summary[axis].nunique() > 1:
-        result["scaling"] = scaling(summary, axis=axis, mode=mode)
+        import pandas as pd
+
+        if pd.api.types.is_numeric_dtype(summary[axis]):
+            result["scaling"] = scaling(summary, axis=axis, mode=mode)
+        else:
+            result["notes"].append(f"{axis} is not numeric: no speedup or efficiency along it")
     n_failed = int((df["status"] != "succeeded").sum())
     result["runs"] = {"total": int(df["run"].nunique()), "not_succeeded_rows": n_failed}
     return result

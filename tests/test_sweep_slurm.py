@@ -144,3 +144,79 @@ def test_sweep_through_slurm_with_chain_failure_and_resume(slurm, tmp_path):
     rows = json.loads(p.stdout)
     assert {r["status"] for r in rows} == {"succeeded"} and len({r["run"] for r in rows}) == 4
     assert {r["scheduler_job_id"] for r in rows} == {*(ids[r] for r in runs[:3]), again["job_ids"][runs[3]]}
+
+
+AFTEROK = """
+[sweep]
+name = "afterok"
+workload = "read"
+chain = "afterok"
+launcher = "direct"
+
+[params]
+path = "{data}/in-{{nslices}}.nc"
+patterns = "point"
+repeat = 1
+
+[grid]
+nslices = [1, 2, 3]
+
+[resources]
+walltime = "00:10:00"
+"""
+
+
+def test_afterok_chain_stops_and_resume_replaces_blocked_jobs(slurm, tmp_path):
+    """With chain = afterok a failure blocks the rest (Slurm: DependencyNeverSatisfied); resubmitting
+    cancels the blocked jobs and submits them again behind the retried run."""
+    from iodiag.workloads.gen import generate
+
+    data = tmp_path / "data"
+    src = generate(out=data / "in-1.nc", time=2, plev=2, lat=5, lon=8)["params"]["out"]
+    (data / "in-3.nc").write_bytes(Path(src).read_bytes())  # in-2.nc is missing on purpose
+    spec = tmp_path / "s.toml"
+    spec.write_text(AFTEROK.format(data=data))
+    sweep = tmp_path / "sw"
+    p = _cli(slurm, "sweep", "submit", str(spec), "--scheduler", "slurm", "--dir", str(sweep), "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    ids = json.loads(p.stdout)["job_ids"]
+    r1, r2, r3 = (f"read_nslices={i}_r1" for i in (1, 2, 3))
+    _wait_markers([sweep / "runs" / r1, sweep / "runs" / r2])
+    assert (sweep / "runs" / r2 / "FAILED").exists()
+    deadline = time.monotonic() + 60
+    reason = ""
+    while time.monotonic() < deadline and reason != "DependencyNeverSatisfied":
+        reason = slurm.run("squeue", "-h", "-j", ids[r3], "-o", "%r").stdout.strip()
+        time.sleep(1)
+    assert reason == "DependencyNeverSatisfied"
+    assert not (sweep / "runs" / r3 / "SUCCESS").exists()
+
+    (data / "in-2.nc").write_bytes(Path(src).read_bytes())
+    p = _cli(slurm, "sweep", "submit", str(spec), "--scheduler", "slurm", "--dir", str(sweep), "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    again = json.loads(p.stdout)
+    assert again["skipped"] == [r1] and again["ran"] == [r2, r3]
+    assert again["dependencies"][r3] == [f"afterok:{again['job_ids'][r2]}"]
+    assert "CANCELLED" in slurm.run("scontrol", "show", "job", ids[r3]).stdout  # the blocked job is gone
+    _wait_markers([sweep / "runs" / r2, sweep / "runs" / r3])
+    assert all((sweep / "runs" / r / "SUCCESS").exists() for r in (r1, r2, r3))
+
+
+def test_convert_with_dask_jobqueue_workers_as_slurm_jobs(slurm, tmp_path, monkeypatch):
+    pytest.importorskip("dask_jobqueue")
+    import numpy as np
+    import xarray as xr
+
+    from iodiag.workloads.convert import convert
+    from iodiag.workloads.gen import generate
+
+    monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
+    src = generate(out=tmp_path / "a.nc", time=4, plev=2, lat=10, lon=20)["params"]["out"]
+    rec = convert(src=src, dst=tmp_path / "o.zarr", strategy="region", cluster="slurm", workers=1, threads=1,
+                  memory="1GiB", walltime="00:05:00")
+    with xr.open_dataset(src) as a, xr.open_dataset(tmp_path / "o.zarr", engine="zarr") as b:
+        np.testing.assert_array_equal(a["ta"].values, b["ta"].values)
+    assert "#SBATCH --mem=1G" in rec["jobqueue_script"] and "dask_worker" in rec["jobqueue_script"]
+    assert rec["cluster"]["cluster"] == "slurm" and len(rec["cluster"]["worker_pids"]) == 1
+    names = slurm.run("squeue", "-h", "-t", "all", "-o", "%j").stdout.split()
+    assert "dask-worker" in names  # the worker was a Slurm job

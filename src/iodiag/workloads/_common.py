@@ -320,10 +320,18 @@ def dask_client(*, cluster: str, workers: int, threads: int, memory: str = "2GiB
 
             raise DependencyMissing(
                 f"cluster {cluster!r} needs dask-jobqueue, which is not installed",
-                hint="pip install 'iodiag[jobqueue]'") from None
+                hint="pip install 'iodiag[jobqueue]' (dask-jobqueue)") from None
         cls = {"slurm": dask_jobqueue.SLURMCluster, "lsf": dask_jobqueue.LSFCluster,
                "pbs": dask_jobqueue.PBSCluster}[cluster]
-        kwargs: dict[str, Any] = dict(cores=threads, processes=1, memory=memory, walltime=walltime)
+        import shlex
+
+        import iodiag
+
+        # workers must import the same iodiag as this client (tasks reference its functions)
+        src = str(Path(iodiag.__file__).resolve().parent.parent)
+        kwargs: dict[str, Any] = dict(cores=threads, processes=1, memory=memory, walltime=walltime,
+                                      job_script_prologue=[f"export PYTHONPATH={shlex.quote(src)}"
+                                                           "${PYTHONPATH:+:$PYTHONPATH}"])
         if queue:
             kwargs["queue"] = queue
         if account:

@@ -166,6 +166,7 @@ walltime = "00:10:00"
 """
 
 
+@pytest.mark.slow
 def test_afterok_chain_stops_and_resume_replaces_blocked_jobs(slurm, tmp_path):
     """With chain = afterok a failure blocks the rest (Slurm: DependencyNeverSatisfied); resubmitting
     cancels the blocked jobs and submits them again behind the retried run."""
@@ -202,6 +203,7 @@ def test_afterok_chain_stops_and_resume_replaces_blocked_jobs(slurm, tmp_path):
     assert all((sweep / "runs" / r / "SUCCESS").exists() for r in (r1, r2, r3))
 
 
+@pytest.mark.slow
 def test_convert_with_dask_jobqueue_workers_as_slurm_jobs(slurm, tmp_path, monkeypatch):
     pytest.importorskip("dask_jobqueue")
     import numpy as np

@@ -101,6 +101,15 @@ def test_script_and_cli_write_record_where_asked(tmp_path):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["results_path"] == str(job / "results.json")
     assert (job / "results.json").is_file()
+    # a sweep sends the record to its run folder; inside an iodiag job a copy lands in the job too
+    job2, res2 = tmp_path / "job2", tmp_path / "run" / "results.json"
+    p = subprocess.run([sys.executable, "-m", "iodiag.workloads.gen", "--out", str(tmp_path / "c.nc"),
+                        "--time", "2", "--plev", "2", "--lat", "5", "--lon", "8"],
+                       env={**env, "IODIAG_JOB_DIR": str(job2), "IODIAG_JOB_ID": "2026-11-23-gen-ab12",
+                            "IODIAG_RESULTS": str(res2)}, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(res2.read_text())["iodiag_job"] == "2026-11-23-gen-ab12"
+    assert json.loads((job2 / "results.json").read_text()) == json.loads(res2.read_text())
     # bad option: argparse's one-line error, exit 2, no traceback
     p = subprocess.run([sys.executable, "-m", "iodiag", "workload", "gen", "--out", "x.nc", "--format", "grib"],
                        env=env, capture_output=True, text=True, cwd=tmp_path)

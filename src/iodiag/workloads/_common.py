@@ -123,19 +123,30 @@ def _versions() -> dict[str, str]:
 
 
 def write_record(path: Path, record: dict[str, Any]) -> Path:
-    """Atomically write the results record (tmp file + rename)."""
+    """Atomically write the results record (tmp file + rename).
+
+    Under ``iodiag run`` (``$IODIAG_JOB_DIR`` set) a copy also goes into the job
+    folder when the record itself was sent elsewhere (a sweep's run folder), and
+    the record names the job (``iodiag_job``) so sweeps can link runs to jobs."""
     full = {
         "schema": SCHEMA,
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "versions": _versions(),
+        "iodiag_job": os.environ.get("IODIAG_JOB_ID"),
         **record,
     }
+    text = json.dumps(full, indent=2, sort_keys=True, default=_json_default) + "\n"
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(full, indent=2, sort_keys=True, default=_json_default) + "\n")
-    os.replace(tmp, path)
+    targets = [path]
+    job_dir = os.environ.get(JOB_DIR_ENV)
+    if job_dir and Path(job_dir, "results.json").resolve() != path.resolve():
+        targets.append(Path(job_dir) / "results.json")
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, target)
     return path
 
 

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from ...errors import UsageError
 
-META = {"run", "kind", "workload", "rep", "status", "exit_code", "scheduler_job_id"}
+META = {"run", "kind", "workload", "rep", "status", "exit_code", "scheduler_job_id", "iodiag_job"}
 
 
 def t_quantile_975(dof: int) -> float:

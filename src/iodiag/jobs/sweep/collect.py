@@ -92,6 +92,8 @@ def collect_rows(sweep_dir: str | Path, *, include_prepare: bool = False) -> lis
         if rec is None:
             rows.append(base)
             continue
+        if rec.get("iodiag_job"):
+            base["iodiag_job"] = rec["iodiag_job"]  # `iodiag report <this>` diagnoses the run
         for m in _measures(rec):
             rows.append({**base, **m})
     return rows

@@ -10,6 +10,18 @@ from typing import Optional
 import typer
 
 from .app import app
+from .common import run_guarded
+
+
+def _guarded(fn):
+    """IodiagError -> one line on stderr and its exit code (the CLI's convention)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        run_guarded(lambda: fn(*args, **kwargs))
+
+    return wrapper
 
 sweep_app = typer.Typer(
     help="Parameter sweeps of iodiag workloads, here or on Slurm/LSF/PBS.\n\n"
@@ -64,6 +76,7 @@ def _progress(console):
 
 
 @sweep_app.command("plan")
+@_guarded
 def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = YesOpt, as_json: bool = JsonOpt,
              config: Optional[Path] = ConfigOpt) -> None:
     """Show the runs a spec makes (and their commands) without running anything."""
@@ -93,6 +106,7 @@ def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = Yes
 
 
 @sweep_app.command("run")
+@_guarded
 def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no-local",
                                                                help="run here, one after another (default)"),
             dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
@@ -120,6 +134,7 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
 
 
 @sweep_app.command("submit")
+@_guarded
 def submit_cmd(spec: Path = SpecArg,
                scheduler: str = typer.Option(..., "--scheduler", "-s", help="slurm, lsf or pbs"),
                dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
@@ -152,6 +167,7 @@ def submit_cmd(spec: Path = SpecArg,
 
 
 @sweep_app.command("collect")
+@_guarded
 def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
                 include_prepare: bool = typer.Option(False, "--prepare", help="include prepare steps"),
                 as_json: bool = JsonOpt) -> None:
@@ -169,6 +185,7 @@ def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
 
 
 @sweep_app.command("analyze")
+@_guarded
 def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collected or not)"),
                 axis: str = typer.Option("workers", "--axis", help="grid parameter to scale along"),
                 mode: str = typer.Option("strong", "--mode", help="strong or weak scaling"),

@@ -147,3 +147,17 @@ def test_missing_scheduler_command_stops_before_anything(tmp_path):
                        env=env, capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 10 and "'qsub' not found" in p.stderr and "nothing was submitted" in p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "sweeps").exists()
+
+
+def test_one_writer_per_sweep_folder(tmp_path):
+    import fcntl
+
+    from iodiag.errors import JobStoreError
+
+    plan = make_plan(spec_from_dict(SPEC), sweep_dir=tmp_path / "sw", python="py")
+    (tmp_path / "sw").mkdir()
+    with open(tmp_path / "sw" / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        with pytest.raises(JobStoreError, match="another iodiag sweep"):
+            submit(plan, scheduler="slurm", dry_run=True)
+    assert submit(plan, scheduler="slurm", dry_run=True).ran  # free again

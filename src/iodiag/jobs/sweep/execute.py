@@ -14,6 +14,7 @@ submitted again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -87,6 +88,21 @@ def prepare_dirs(plan: Plan) -> None:
                             hint="choose a writable --dir") from None
 
 
+@contextlib.contextmanager
+def _locked(plan: Plan):
+    """One `sweep run`/`submit` per sweep folder at a time (flock on .lock)."""
+    import fcntl
+
+    plan.sweep_dir.mkdir(parents=True, exist_ok=True)
+    with open(plan.sweep_dir / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise JobStoreError(f"another iodiag sweep run/submit is working on {plan.sweep_dir}",
+                                hint="wait for it to finish, or use another --dir") from None
+        yield
+
+
 @dataclass
 class Outcome:
     ran: list[str] = field(default_factory=list)
@@ -105,6 +121,11 @@ class Outcome:
 
 def run_local(plan: Plan, *, retry_failed: bool = True, progress: Progress | None = None) -> Outcome:
     """Run every run here, one after another, through the same run.sh a batch system gets."""
+    with _locked(plan):
+        return _run_local(plan, retry_failed=retry_failed, progress=progress)
+
+
+def _run_local(plan: Plan, *, retry_failed: bool, progress: Progress | None) -> Outcome:
     prepare_dirs(plan)
     out = Outcome()
     failed_prepare: set[str] = set()
@@ -158,6 +179,13 @@ def submit(plan: Plan, *, scheduler: str, dry_run: bool = False, retry_failed: b
     sched = get_scheduler(scheduler)
     if not dry_run:
         sched.check_available()  # before anything is written or submitted
+    with _locked(plan):
+        return _submit(plan, sched, dry_run=dry_run, retry_failed=retry_failed, timeout_s=timeout_s,
+                       progress=progress)
+
+
+def _submit(plan: Plan, sched: Scheduler, *, dry_run: bool, retry_failed: bool, timeout_s: float,
+            progress: Progress | None) -> Outcome:
     prepare_dirs(plan)
     out = Outcome()
     ids: dict[str, str] = {}  # name -> job id this pass (new or still in flight)

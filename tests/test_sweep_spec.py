@@ -61,6 +61,13 @@ def test_command_is_iodiag_run_or_direct(tmp_path, monkeypatch):
         make_plan(_spec(sweep={**BASE["sweep"], "launcher": "iodiag-run"}), sweep_dir=tmp_path)
 
 
+def test_grid_values_are_rendered(tmp_path):
+    spec = _spec(params={"dst": "{run_dir}/o.zarr"}, grid={"workers": [1], "src": ["{data}/a.nc", "{data}/b.nc"]})
+    plan = make_plan(spec, sweep_dir=tmp_path, python="py")
+    assert [r.grid["src"] for r in plan.runs[::2]] == ["/data/a.nc", "/data/b.nc"]
+    assert plan.runs[0].name == "convert_workers=1_src=a.nc_r1"
+
+
 def test_bool_params_render_as_flags(tmp_path):
     plan = make_plan(_spec(grid={"workers": [1], "consolidated": [True, False]}), sweep_dir=tmp_path, python="py")
     assert "--consolidated" in plan.runs[0].argv and "--no-consolidated" in plan.runs[-1].argv

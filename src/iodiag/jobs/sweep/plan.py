@@ -134,8 +134,10 @@ def make_plan(spec: SweepSpec, *, sweep_dir: str | Path, max_runs: int = 64, yes
     prepare: dict[str, Run] = {}
     runs: list[Run] = []
     for combo in itertools.product(*(spec.grid[k] for k in keys)):
-        point = dict(zip(keys, combo))
-        base_names = {**spec.vars, **point, "sweep_dir": str(sweep_dir)}
+        # grid values may use [vars] and sweep_dir (not run_dir: the run's folder is named by them)
+        sweep_names = {**spec.vars, "sweep_dir": str(sweep_dir)}
+        point = {k: render(v, sweep_names, where=f"{spec.source}: [grid] {k}") for k, v in zip(keys, combo)}
+        base_names = {**sweep_names, **point}
         deps: list[str] = []
         if spec.prepare is not None:
             pr = spec.prepare

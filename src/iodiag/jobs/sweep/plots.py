@@ -37,6 +37,7 @@ def plot_scaling(scal, *, axis: str, mode: str, out: Path) -> Path:
     ax_e.axhline(1.0, color="grey", lw=0.8)
     ax_e.set_ylabel("parallel efficiency")
     ax_e.set_xlabel(axis)
+    ax_e.set_xticks(sorted(scal[axis].unique()))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -57,7 +58,8 @@ def plot_compare(summary, *, by: str, group: str, out: Path) -> Path:
         sub = summary[summary[by] == k].set_index(group).reindex(groups)
         y = sub["time_s_mean"].to_numpy(dtype=float)
         err = np.nan_to_num(sub["time_s_ci95"].to_numpy(dtype=float))
-        ax.bar(np.arange(len(groups)) + i * width, y, width, yerr=err, label=str(k), capsize=2)
+        label = str(k).rsplit("/", 1)[-1] if "/" in str(k) else str(k)  # paths: their last part
+        ax.bar(np.arange(len(groups)) + i * width, y, width, yerr=err, label=label, capsize=2)
     ax.set_xticks(np.arange(len(groups)) + width * (len(kinds) - 1) / 2)
     ax.set_xticklabels(groups, rotation=20, fontsize=8)
     ax.set_yscale("log")

@@ -88,3 +88,15 @@ def test_script_exit_codes(tmp_path, source):
     assert p.returncode == 0, p.stderr
     rec = json.loads((tmp_path / "o.zarr.results.json").read_text())
     assert rec["params"]["consolidated"] is False and rec["cluster"]["cluster"] == "threads"
+
+
+def test_plain_hdf5_source_converts_the_field(tmp_path):
+    import h5py
+    import zarr
+
+    src = tmp_path / "a.h5"
+    generate(out=src, format="hdf5", time=2, plev=2, lat=5, lon=8)
+    rec = convert(src=src, dst=tmp_path / "o.zarr", cluster="sync")
+    assert rec["variables"] == ["ta"] and rec["shape"] == [2, 2, 5, 8]  # not the 1-D coordinate datasets
+    with h5py.File(src) as h:
+        np.testing.assert_array_equal(zarr.open_group(str(tmp_path / "o.zarr"), mode="r")["ta"][:], h["ta"][:])

@@ -34,7 +34,7 @@ STRATEGIES = ("to_zarr", "region")
 PARAMS = (
     Param("src", str, None, "input NetCDF4/HDF5 file", required=True),
     Param("dst", str, None, "output Zarr store (directory; replaced if present)", required=True),
-    Param("variable", str, None, "variable to convert (default: every data variable)"),
+    Param("variable", str, None, "variable to convert (default: the data variables of highest rank)"),
     Param("strategy", str, "to_zarr", "to_zarr (Dask-native) or region (template + region writes)",
           choices=STRATEGIES),
     Param("chunks", str, None, "target chunk shape, e.g. 1,19,181,360 (default: 1 along the first dim)"),
@@ -109,7 +109,10 @@ def convert(*, src: str | Path, dst: str | Path, variable: str | None = None, st
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
     with _open(src, None) as probe:
-        names = [variable] if variable else [n for n in probe.data_vars]
+        # default: the data variables of highest rank (for plain HDF5, whose coordinates are
+        # datasets too, that leaves the field itself)
+        top = max((probe[n].ndim for n in probe.data_vars), default=0)
+        names = [variable] if variable else [n for n in probe.data_vars if probe[n].ndim == top]
         if variable and variable not in probe.data_vars:
             raise UsageError(f"{src}: no variable {variable!r}", hint=f"variables: {', '.join(probe.data_vars)}")
         main = probe[names[0]]

@@ -48,7 +48,8 @@ def _run(name: str, func: str, args: list[str]) -> None:
     mod = importlib.import_module(f"iodiag.workloads.{name}")
     from ..workloads._common import build_parser
 
-    parser = build_parser(f"iodiag workload {name}", (mod.__doc__ or "").split("\n\n")[0], mod.PARAMS)
+    parser = build_parser(f"iodiag workload {name}", (mod.__doc__ or "").split("\n\n")[0], mod.PARAMS,
+                          mod.EXAMPLES)
     parser.add_argument("--json", action="store_true", help="print the results record as JSON")
     ns = vars(parser.parse_args(args))
     ns.pop("json", None)

@@ -78,8 +78,10 @@ class Param:
         return [self.flag, str(value)]
 
 
-def build_parser(prog: str, description: str, params: Sequence[Param]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+def build_parser(prog: str, description: str, params: Sequence[Param], examples: str = "") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     epilog=("examples:\n" + examples) if examples else None,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     for p in params:
         if p.type is bool:
             parser.add_argument(p.flag, dest=p.name, action=argparse.BooleanOptionalAction,

@@ -205,8 +205,16 @@ def _nbytes(shape, itemsize) -> int:
     return n
 
 
+EXAMPLES = """\
+  %(prog)s --src data/ta.nc --dst data/ta.zarr --compressor zstd --workers 2
+  %(prog)s --src data/ta.nc --dst data/ta.zarr --strategy region --zarr-format 3 --chunk-mb 64
+  %(prog)s --src data/ta.nc --dst /scratch/ta.zarr --cluster slurm --workers 4 --queue debug
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser("python -m iodiag.workloads.convert", __doc__.split("\n\n")[0], PARAMS).parse_args(argv)
+    args = build_parser("python -m iodiag.workloads.convert", __doc__.split("\n\n")[0], PARAMS,
+                        EXAMPLES).parse_args(argv)
     rec = convert(**vars(args))
     t = rec["timings_s"]
     print(f"convert: {rec['params']['src']} -> {rec['params']['dst']} [{rec['params']['strategy']}, "

@@ -239,8 +239,16 @@ def _write_zarr(out, var, dims, shape, cshape, coords, compressor, zarr_format, 
         zarr.consolidate_metadata(str(out))
 
 
+EXAMPLES = """\
+  %(prog)s --out data/ta.nc --time 24                      # 119 MB NetCDF4, 4.95 MB per time step
+  %(prog)s --out data/ta.zarr --format zarr3 --compressor zstd --chunks 12,19,181,360
+  %(prog)s --out data/cube-w2.nc --kind cube --workers 2   # weak-scaling input for 2 workers
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser("python -m iodiag.workloads.gen", __doc__.split("\n\n")[0], PARAMS).parse_args(argv)
+    args = build_parser("python -m iodiag.workloads.gen", __doc__.split("\n\n")[0], PARAMS,
+                        EXAMPLES).parse_args(argv)
     rec = generate(**vars(args))
     print(f"gen: wrote {rec['params']['out']} shape={tuple(rec['shape'])} chunks={rec['layout'] if rec['chunks'] is None else tuple(rec['chunks'])} "
           f"{rec['bytes']['stored'] / 1e6:.1f} MB stored in {rec['timings_s']['write']:.2f} s "

@@ -308,8 +308,16 @@ def _describe(sel: tuple) -> list[str]:
     return out
 
 
+EXAMPLES = """\
+  %(prog)s --path data/ta.zarr
+  %(prog)s --path data/ta.nc --patterns slice,point,timeseries --cache cold --repeat 5
+  %(prog)s --path data/ta.zarr --api native --label zarr-small-chunks
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser("python -m iodiag.workloads.read", __doc__.split("\n\n")[0], PARAMS).parse_args(argv)
+    args = build_parser("python -m iodiag.workloads.read", __doc__.split("\n\n")[0], PARAMS,
+                        EXAMPLES).parse_args(argv)
     rec = read_patterns(**vars(args))
     print(f"read: {rec['params']['path']} [{rec['format']}, chunks {rec['chunks'] or 'contiguous'}, "
           f"api {rec['params']['api']}, cache {rec['params']['cache']}]")

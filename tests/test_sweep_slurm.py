@@ -222,3 +222,5 @@ def test_convert_with_dask_jobqueue_workers_as_slurm_jobs(slurm, tmp_path, monke
     assert rec["cluster"]["cluster"] == "slurm" and len(rec["cluster"]["worker_pids"]) == 1
     names = slurm.run("squeue", "-h", "-t", "all", "-o", "%j").stdout.split()
     assert "dask-worker" in names  # the worker was a Slurm job
+    logs = list((tmp_path / "o.zarr.worker-logs").glob("*.err"))
+    assert logs and "Registered to" in logs[0].read_text()  # its log sits next to the output

@@ -307,7 +307,7 @@ CLUSTERS = ("local", "threads", "sync", "slurm", "lsf", "pbs")
 @contextlib.contextmanager
 def dask_client(*, cluster: str, workers: int, threads: int, memory: str = "2GiB",
                 walltime: str = "00:30:00", queue: str | None = None, account: str | None = None,
-                info: dict[str, Any] | None = None) -> Iterator[Any]:
+                log_directory: str | None = None, info: dict[str, Any] | None = None) -> Iterator[Any]:
     """A distributed Client on a LocalCluster (processes), a threads-only local
     cluster, no cluster at all (``sync``: the synchronous scheduler), or batch
     jobs through dask-jobqueue (``slurm``/``lsf``/``pbs``: one job per worker)."""
@@ -349,6 +349,8 @@ def dask_client(*, cluster: str, workers: int, threads: int, memory: str = "2GiB
             kwargs["queue"] = queue
         if account:
             kwargs["account"] = account
+        if log_directory:  # worker jobs' stdout/stderr (else they land in the current folder)
+            kwargs["log_directory"] = log_directory
         cl = cls(**kwargs)
         info["jobqueue_script"] = cl.job_script()
         cl.scale(jobs=workers)

@@ -130,7 +130,8 @@ def convert(*, src: str | Path, dst: str | Path, variable: str | None = None, st
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
         with dask_client(cluster=cluster, workers=workers, threads=threads, memory=memory, walltime=walltime,
-                         queue=queue, account=account, info=cluster_info) as client:
+                         queue=queue, account=account, info=cluster_info,
+                         log_directory=str(dst.parent / f"{dst.name}.worker-logs")) as client:
             wio0 = client.run(proc_io) if client is not None else {}
             t0 = time.perf_counter()
             ds = _open(src, chunk_map)[names]

@@ -108,13 +108,14 @@ def build(*, force: bool = False) -> Path:
 
 
 def default_excludes() -> list[str]:
-    """Path prefixes never traced: system trees plus this Python's own installation.
+    """Path prefixes never traced: system trees, this Python's installation, the collector's cache.
 
     Python's startup and imports stat and open thousands of files under
     ``sys.prefix``; like Darshan's default exclusions they are not the
     workload's I/O.
     """
     out = list(SYSTEM_EXCLUDES)
+    out.append(str(_cache_root() / "embedded") + "/")  # the loader reading this library is not the workload's I/O
     for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
         real = os.path.realpath(p)
         for q in {p, real}:

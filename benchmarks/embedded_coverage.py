@@ -191,7 +191,7 @@ if __name__ == "__main__":
 # strace side
 # ---------------------------------------------------------------------------
 _LINE = re.compile(r"^(\d+\.\d+) (\w+)\((.*)$")
-_FDPATH = re.compile(r"^(-?\d+|AT_FDCWD)<(.*)>$")
+_FDPATH = re.compile(r"^(-?\d+|AT_FDCWD)<(.*)>(?:\(deleted\))?$")
 _STR = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -305,7 +305,7 @@ def _windows(pid_recs: list[tuple[int, np.ndarray]]):
     for pid, r in pid_recs:
         ok = (r["flags"] & RF_FAILED) == 0
         for open_ops, close_op, kind in (((OPC["open"], OPC["fdopen"]), OPC["close"], "stdio"),
-                                         ((OPC["opendir"],), OPC["closedir"], "dir")):
+                                         ((OPC["opendir"], OPC["fdopendir"]), OPC["closedir"], "dir")):
             mod_ok = (r["module"] == MODULE_STDIO) if kind == "stdio" else (r["module"] != MODULE_STDIO)
             opens = r[ok & mod_ok & np.isin(r["op"], open_ops)]
             closes = r[ok & mod_ok & (r["op"] == close_op)]
@@ -323,7 +323,9 @@ def _windows(pid_recs: list[tuple[int, np.ndarray]]):
     return wins
 
 
-def compare(calls: list[dict], pid_recs, excludes: list[str]) -> dict[str, dict[str, int]]:
+def compare(calls: list[dict], pid_recs, excludes: list[str], names: dict[int, str] | None = None) -> dict[str, dict]:
+    names = names or {}
+
     def excluded(p: str | None) -> bool:
         if not p or not p.startswith("/"):
             return True
@@ -336,6 +338,7 @@ def compare(calls: list[dict], pid_recs, excludes: list[str]) -> dict[str, dict[
     strace_all = Counter()
     internal = Counter()
     bytes_st = Counter()
+    per_path = Counter()  # (class, path) -> strace program-level minus collector
     for c in calls:
         if not c["ok"] or excluded(c["path"]):
             continue
@@ -346,11 +349,15 @@ def compare(calls: list[dict], pid_recs, excludes: list[str]) -> dict[str, dict[
         strace_all[cls] += 1
         if cls in ("read", "write"):
             bytes_st[cls] += c["bytes"]
+        inside = False
         if c["fd"] is not None and c["name"] not in ("openat", "open", "creat", "close", "getdents64"):
             for a, b, kind in wins_by.get((c["pid"], c["fd"]), ()):
                 if a <= c["t"] <= b:
                     internal[cls] += 1
+                    inside = True
                     break
+        if not inside:
+            per_path[(cls, c["pid"], c["path"])] += 1
     coll = Counter()
     stdio = Counter()
     bytes_co = Counter()
@@ -358,6 +365,14 @@ def compare(calls: list[dict], pid_recs, excludes: list[str]) -> dict[str, dict[
         r = r[(r["flags"] & RF_FAILED) == 0]
         st = r["module"] == MODULE_STDIO
         opc = r["op"]
+        inv = {v: k for k, v in OPC.items()}
+        for o, m, fid in zip(opc.tolist(), st.tolist(), r["file_id"].tolist()):
+            name = inv[o]
+            cls = {"opendir": "open", "closedir": "close", "fdatasync": "fsync", "rmdir": "unlink"}.get(name, name)
+            if m and name not in ("open", "close"):
+                continue
+            if cls in CLASSES:
+                per_path[(cls, pid, names.get(fid, hex(fid)))] -= 1
         for name, cls in (("open", "open"), ("opendir", "open"), ("stat", "stat"), ("read", "read"), ("write", "write"),
                           ("seek", "seek"), ("fsync", "fsync"), ("fdatasync", "fsync"), ("readdir", "readdir"),
                           ("mkdir", "mkdir"), ("rename", "rename"), ("unlink", "unlink"), ("rmdir", "unlink"),
@@ -370,8 +385,9 @@ def compare(calls: list[dict], pid_recs, excludes: list[str]) -> dict[str, dict[
         for cls in ("read", "write"):
             sel = opc == OPC[cls]
             bytes_co[cls] += int(r["length"][sel].sum())
+    mismatch = {f"{k[0]} pid {k[1]} {k[2]}": v for k, v in per_path.items() if v}
     return {"strace": dict(strace_all), "internal": dict(internal), "collector": dict(coll), "stdio": dict(stdio),
-            "bytes_strace": dict(bytes_st), "bytes_collector": dict(bytes_co)}
+            "bytes_strace": dict(bytes_st), "bytes_collector": dict(bytes_co), "mismatch": mismatch}
 
 
 def run_workload(name: str, work: Path, *, timeout: float = 600) -> dict:
@@ -397,7 +413,12 @@ def run_workload(name: str, work: Path, *, timeout: float = 600) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"workload {name} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     calls = parse_strace(wdir / "st" / "s", str(wdir))
-    res = compare(calls, collector_records(wdir / "traces"), excludes)
+    from iodiag.analyzers.readers.embedded import _read_names
+
+    names: dict[int, str] = {}
+    for p in (wdir / "traces").glob("*.names"):
+        names.update(_read_names(p))
+    res = compare(calls, collector_records(wdir / "traces"), excludes, names)
     res["processes"] = len(list((wdir / "traces").glob("*.iot")))
     return res
 

@@ -36,7 +36,7 @@ NAME_ENTRY_HEADER = np.dtype([("id", "<u8"), ("len", "<u4"), ("pad", "<u4")])
 # raw operation codes written by the C library
 OPC_NAMES = (
     "none", "read", "write", "open", "close", "stat", "seek", "fsync", "readdir", "mkdir",
-    "rename", "unlink", "fdatasync", "flush", "dup", "fdopen", "rmdir", "opendir", "closedir",
+    "rename", "unlink", "fdatasync", "flush", "dup", "fdopen", "rmdir", "opendir", "closedir", "fdopendir",
 )
 OPC = {name: i for i, name in enumerate(OPC_NAMES)}
 

@@ -62,7 +62,7 @@
 enum {
     OPC_NONE = 0, OPC_READ, OPC_WRITE, OPC_OPEN, OPC_CLOSE, OPC_STAT, OPC_SEEK,
     OPC_FSYNC, OPC_READDIR, OPC_MKDIR, OPC_RENAME, OPC_UNLINK,
-    OPC_FDATASYNC, OPC_FLUSH, OPC_DUP, OPC_FDOPEN, OPC_RMDIR, OPC_OPENDIR, OPC_CLOSEDIR,
+    OPC_FDATASYNC, OPC_FLUSH, OPC_DUP, OPC_FDOPEN, OPC_RMDIR, OPC_OPENDIR, OPC_CLOSEDIR, OPC_FDOPENDIR,
 };
 enum { MOD_POSIX = 0, MOD_STDIO = 2 };
 enum { RF_FAILED = 1, RF_MEM_UNALIGNED = 2, RF_OFFSET_UNKNOWN = 4, RF_CREATE = 8, RF_DIR = 16 };
@@ -511,6 +511,10 @@ static void after_open(int dirfd, const char *path, int flags, mode_t mode, int 
     char a[4096];
     size_t n = abs_path(dirfd, path, a, sizeof(a));
     if (!n || excluded(a, n)) { track_fd(fd, 0, 0); return; }
+    if ((flags & __O_TMPFILE) == __O_TMPFILE && n + 14 < sizeof(a)) { /* an unnamed file inside the directory */
+        memcpy(a + n, "/<O_TMPFILE>", 13);
+        n += 12;
+    }
     uint64_t id = hash_path(a, n);
     note_name(id, a, n);
     track_fd(fd, id, (flags & O_APPEND) ? -1 : 0);
@@ -902,8 +906,9 @@ EXPORT DIR *opendir(const char *p) {
 static DIR *(*real_fdopendir)(int);
 EXPORT DIR *fdopendir(int fd) {
     if (!ON) return REAL(fdopendir)(fd);
-    ENTER; DIR *d = REAL(fdopendir)(fd); int e = errno;
-    if (d) dir_opened(d, fd_id(fd)); /* the open itself was seen on fd */
+    ENTER; uint64_t t0 = now_ns(); DIR *d = REAL(fdopendir)(fd); uint64_t t1 = now_ns(); int e = errno;
+    uint64_t id = fd_id(fd); /* the open itself was seen on fd */
+    if (d && id) { dir_opened(d, id); emit(OPC_FDOPENDIR, MOD_POSIX, RF_DIR, id, -1, fd, t0, t1); }
     errno = e; LEAVE; return d;
 }
 static void dir_step(DIR *d, int got) {

@@ -1,0 +1,123 @@
+"""Overhead of the embedded collector against no collector.
+
+Two workloads, each run alternately without and with the collector's
+environment (``prepare()``), ``--reps`` times; the figure is the ratio of
+median wall times (process start to exit, so library load, trace creation and
+Python start-up are included).
+
+- ``write-loop``: 200,000 unbuffered 64-byte ``os.write`` calls from Python
+  (the issue's small-I/O worst case; Darshan with DXT measured 1.57x here).
+- ``nc2zarr``: NetCDF4 (about 200 MB, 4 variables) -> Zarr v3 with xarray and
+  Dask's threaded scheduler: the demo-style conversion (target <= 3 %).
+
+Usage::
+
+    python benchmarks/embedded_overhead.py                # both, 5 reps
+    python benchmarks/embedded_overhead.py --only write-loop --reps 9
+    python benchmarks/embedded_overhead.py --json results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from iodiag.collectors.embedded import prepare, version  # noqa: E402
+
+WRITE_LOOP = r"""
+import os, sys
+fd = os.open(sys.argv[1] + "/loop.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+b = b"x" * 64
+w = os.write
+for _ in range(200_000):
+    w(fd, b)
+os.close(fd)
+"""
+
+MAKE_NC = r"""
+import sys, numpy as np, xarray as xr
+nt, ny, nx = 120, 200, 500   # 4 variables x 120 x 200 x 500 x 4 B = 192 MB
+rng = np.random.default_rng(0)
+ds = xr.Dataset(
+    {name: (("time", "y", "x"), rng.random((nt, ny, nx), dtype="f4")) for name in ("t2m", "u10", "v10", "msl")},
+    coords={"time": np.arange(nt), "y": np.arange(ny), "x": np.arange(nx)})
+ds.to_netcdf(sys.argv[1], engine="netcdf4")
+"""
+
+NC2ZARR = r"""
+import shutil, sys, dask, xarray as xr
+src, dst = sys.argv[2], sys.argv[1] + "/out.zarr"
+shutil.rmtree(dst, ignore_errors=True)
+with dask.config.set(scheduler="threads", num_workers=2):
+    ds = xr.open_dataset(src, engine="netcdf4", chunks={"time": 10})
+    ds.to_zarr(dst, zarr_format=3, mode="w", consolidated=False)
+"""
+
+
+def _run(script: Path, args: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, str(script), *args], env=env, check=True)
+    return time.perf_counter() - t0
+
+
+def measure(name: str, code: str, args: list[str], work: Path, reps: int) -> dict:
+    script = work / f"{name}.py"
+    script.write_text(textwrap.dedent(code))
+    base_env = dict(os.environ)
+    base_env.pop("PYTHONPATH", None)
+    base, traced, nrec = [], [], 0
+    _run(script, args, base_env)  # warm the page cache and the import caches
+    for i in range(reps):
+        base.append(_run(script, args, base_env))
+        tdir = work / f"traces-{name}-{i}"
+        env = dict(base_env)
+        env.update(prepare(tdir))
+        traced.append(_run(script, args, env))
+        nrec = sum((p.stat().st_size - 4096) // 48 for p in tdir.glob("*.iot"))
+        shutil.rmtree(tdir)
+    mb, mt = statistics.median(base), statistics.median(traced)
+    return {"workload": name, "reps": reps, "baseline_s": base, "embedded_s": traced,
+            "median_baseline_s": mb, "median_embedded_s": mt, "ratio": mt / mb, "trace_records_room": nrec}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--only", help="write-loop or nc2zarr")
+    ap.add_argument("--json", type=Path, help="also write the raw timings here")
+    a = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="iodiag-bench-"))
+    results = []
+    try:
+        names = a.only.split(",") if a.only else ["write-loop", "nc2zarr"]
+        if "write-loop" in names:
+            results.append(measure("write-loop", WRITE_LOOP, [str(work)], work, a.reps))
+        if "nc2zarr" in names:
+            src = work / "in.nc"
+            subprocess.run([sys.executable, "-c", textwrap.dedent(MAKE_NC), str(src)], check=True)
+            results.append(measure("nc2zarr", NC2ZARR, [str(work), str(src)], work, a.reps))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"embedded collector {version()}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"{'workload':<12} {'reps':>4} {'no collector (s)':>17} {'embedded (s)':>13} {'ratio':>7}")
+    for r in results:
+        print(f"{r['workload']:<12} {r['reps']:>4} {r['median_baseline_s']:>17.3f} {r['median_embedded_s']:>13.3f} {r['ratio']:>7.3f}")
+    if a.json:
+        a.json.write_text(json.dumps({"version": version(), "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

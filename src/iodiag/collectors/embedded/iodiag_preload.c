@@ -585,6 +585,25 @@ EXPORT int close(int fd) {
     errno = e; LEAVE; return r;
 }
 
+/* close_range / closefrom close many fds at once: forget them (no records, as
+ * they are mostly a child's clean-up before exec). */
+static void forget_fds(unsigned int first, unsigned int last) {
+    if (raw_getpid() != g_pid) return;
+    for (unsigned int fd = first; fd <= last && fd < MAX_FD; fd++)
+        if (g_fd[fd].id) track_fd((int)fd, 0, 0);
+}
+static int (*real_close_range)(unsigned int, unsigned int, int);
+EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
+    int r = REAL(close_range)(first, last, flags);
+    if (r == 0 && !(flags & 4 /* CLOSE_RANGE_CLOEXEC */)) { int e = errno; forget_fds(first, last); errno = e; }
+    return r;
+}
+static void (*real_closefrom)(int);
+EXPORT void closefrom(int lowfd) {
+    REAL(closefrom)(lowfd);
+    int e = errno; forget_fds(lowfd < 0 ? 0 : (unsigned int)lowfd, MAX_FD - 1); errno = e;
+}
+
 /* ---- dup --------------------------------------------------------------- */
 static void after_dup(int oldfd, int newfd, uint64_t t0, uint64_t t1) {
     if (newfd < 0 || newfd == oldfd) return;

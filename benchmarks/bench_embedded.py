@@ -1,9 +1,10 @@
 """Overhead of the embedded collector against no collector.
 
 Two workloads, each run alternately without and with the collector's
-environment (``prepare()``), ``--reps`` times; the figure is the ratio of
-median wall times (process start to exit, so library load, trace creation and
-Python start-up are included).
+environment (``prepare()``), ``--reps`` times; the figures are the ratios of
+median wall times and of median CPU times (user + system of the child, which
+is less disturbed by other load on a shared machine); process start to exit,
+so library load, trace creation and Python start-up are included.
 
 - ``write-loop``: 200,000 unbuffered 64-byte ``os.write`` calls from Python
   (the issue's small-I/O worst case; Darshan with DXT measured 1.57x here).
@@ -12,9 +13,9 @@ Python start-up are included).
 
 Usage::
 
-    python benchmarks/embedded_overhead.py                # both, 5 reps
-    python benchmarks/embedded_overhead.py --only write-loop --reps 9
-    python benchmarks/embedded_overhead.py --json results.json
+    python benchmarks/bench_embedded.py                # both, 5 reps; table -> benchmarks/results/embedded.md
+    python benchmarks/bench_embedded.py --only write-loop --reps 9
+    python benchmarks/bench_embedded.py --json results.json
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from iodiag.analyzers.readers.embedded import raw_records  # noqa: E402
 from iodiag.collectors.embedded import prepare, version  # noqa: E402
 
 WRITE_LOOP = r"""
@@ -66,10 +69,14 @@ with dask.config.set(scheduler="threads", num_workers=2):
 """
 
 
-def _run(script: Path, args: list[str], env: dict[str, str]) -> float:
+def _run(script: Path, args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds user+system) of one child run."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, str(script), *args], env=env, check=True)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def measure(name: str, code: str, args: list[str], work: Path, reps: int) -> dict:
@@ -77,19 +84,27 @@ def measure(name: str, code: str, args: list[str], work: Path, reps: int) -> dic
     script.write_text(textwrap.dedent(code))
     base_env = dict(os.environ)
     base_env.pop("PYTHONPATH", None)
-    base, traced, nrec = [], [], 0
+    base, traced, base_cpu, traced_cpu, nrec = [], [], [], [], 0
     _run(script, args, base_env)  # warm the page cache and the import caches
     for i in range(reps):
-        base.append(_run(script, args, base_env))
+        w, c = _run(script, args, base_env)
+        base.append(w)
+        base_cpu.append(c)
         tdir = work / f"traces-{name}-{i}"
         env = dict(base_env)
         env.update(prepare(tdir))
-        traced.append(_run(script, args, env))
-        nrec = sum((p.stat().st_size - 4096) // 48 for p in tdir.glob("*.iot"))
+        w, c = _run(script, args, env)
+        traced.append(w)
+        traced_cpu.append(c)
+        nrec = sum(int(raw_records(p)[0]["count"]) for p in tdir.glob("*.iot"))
         shutil.rmtree(tdir)
     mb, mt = statistics.median(base), statistics.median(traced)
+    cb, ct = statistics.median(base_cpu), statistics.median(traced_cpu)
     return {"workload": name, "reps": reps, "baseline_s": base, "embedded_s": traced,
-            "median_baseline_s": mb, "median_embedded_s": mt, "ratio": mt / mb, "trace_records_room": nrec}
+            "baseline_cpu_s": base_cpu, "embedded_cpu_s": traced_cpu,
+            "median_baseline_s": mb, "median_embedded_s": mt, "ratio": mt / mb,
+            "median_baseline_cpu_s": cb, "median_embedded_cpu_s": ct, "cpu_ratio": ct / cb,
+            "min_ratio": min(traced) / min(base), "min_cpu_ratio": min(traced_cpu) / min(base_cpu), "records": nrec}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", help="write-loop or nc2zarr")
     ap.add_argument("--json", type=Path, help="also write the raw timings here")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "embedded.md",
+                    help="markdown table to write (default: benchmarks/results/embedded.md)")
     a = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="iodiag-bench-"))
     results = []
@@ -110,10 +127,24 @@ def main(argv: list[str] | None = None) -> int:
             results.append(measure("nc2zarr", NC2ZARR, [str(work), str(src)], work, a.reps))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"embedded collector {version()}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    print(f"{'workload':<12} {'reps':>4} {'no collector (s)':>17} {'embedded (s)':>13} {'ratio':>7}")
+    load = os.getloadavg()[0]
+    lines = [
+        f"Embedded collector {version()}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {load:.1f} at the end, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        "Medians over the repetitions; in brackets the ratio of the fastest runs (least disturbed by other load).",
+        "",
+        "| workload | reps | records traced | wall, no collector (s) | wall, embedded (s) | wall ratio | CPU, no collector (s) | CPU, embedded (s) | CPU ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
-        print(f"{r['workload']:<12} {r['reps']:>4} {r['median_baseline_s']:>17.3f} {r['median_embedded_s']:>13.3f} {r['ratio']:>7.3f}")
+        lines.append(f"| {r['workload']} | {r['reps']} | {r['records']} | {r['median_baseline_s']:.3f} | {r['median_embedded_s']:.3f} | "
+                     f"{r['ratio']:.3f} ({r['min_ratio']:.3f}) | {r['median_baseline_cpu_s']:.3f} | {r['median_embedded_cpu_s']:.3f} | "
+                     f"{r['cpu_ratio']:.3f} ({r['min_cpu_ratio']:.3f}) |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(text)
     if a.json:
         a.json.write_text(json.dumps({"version": version(), "results": results}, indent=1))
     return 0

@@ -79,12 +79,34 @@ def _run(script: Path, args: list[str], env: dict[str, str]) -> tuple[float, flo
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
+def find_darshan() -> Path | None:
+    """A Darshan runtime for the comparison arm: $IODIAG_DARSHAN_LIB, darshan-config on PATH, or usual prefixes."""
+    cands = []
+    if os.environ.get("IODIAG_DARSHAN_LIB"):
+        cands.append(Path(os.environ["IODIAG_DARSHAN_LIB"]))
+    cfg = shutil.which("darshan-config")
+    if cfg:
+        out = subprocess.run([cfg, "--libdir"], capture_output=True, text=True).stdout.strip()
+        if out:
+            cands.append(Path(out) / "libdarshan.so")
+    cands += [Path(p) / "lib" / "libdarshan.so" for p in ("/opt/darshan-runtime", "/usr/local", "/opt/darshan")]
+    return next((c for c in cands if c.is_file()), None)
+
+
+def darshan_env(lib: Path, logdir: Path) -> dict[str, str]:
+    logdir.mkdir(parents=True, exist_ok=True)
+    return {"LD_PRELOAD": str(lib), "DARSHAN_ENABLE_NONMPI": "1", "DXT_ENABLE_IO_TRACE": "1",
+            "DARSHAN_LOGPATH": str(logdir), "DARSHAN_LOGFILE": str(logdir / "run.darshan")}
+
+
 def measure(name: str, code: str, args: list[str], work: Path, reps: int) -> dict:
     script = work / f"{name}.py"
     script.write_text(textwrap.dedent(code))
     base_env = dict(os.environ)
     base_env.pop("PYTHONPATH", None)
     base, traced, base_cpu, traced_cpu, nrec = [], [], [], [], 0
+    darshan = find_darshan()
+    dar, dar_cpu = [], []
     _run(script, args, base_env)  # warm the page cache and the import caches
     for i in range(reps):
         w, c = _run(script, args, base_env)
@@ -98,13 +120,24 @@ def measure(name: str, code: str, args: list[str], work: Path, reps: int) -> dic
         traced_cpu.append(c)
         nrec = sum(int(raw_records(p)[0]["count"]) for p in tdir.glob("*.iot"))
         shutil.rmtree(tdir)
+        if darshan is not None:
+            ddir = work / f"darshan-{name}-{i}"
+            env = dict(base_env)
+            env.update(darshan_env(darshan, ddir))
+            w, c = _run(script, args, env)
+            dar.append(w)
+            dar_cpu.append(c)
+            shutil.rmtree(ddir)
     mb, mt = statistics.median(base), statistics.median(traced)
     cb, ct = statistics.median(base_cpu), statistics.median(traced_cpu)
     return {"workload": name, "reps": reps, "baseline_s": base, "embedded_s": traced,
             "baseline_cpu_s": base_cpu, "embedded_cpu_s": traced_cpu,
             "median_baseline_s": mb, "median_embedded_s": mt, "ratio": mt / mb,
             "median_baseline_cpu_s": cb, "median_embedded_cpu_s": ct, "cpu_ratio": ct / cb,
-            "min_ratio": min(traced) / min(base), "min_cpu_ratio": min(traced_cpu) / min(base_cpu), "records": nrec}
+            "min_ratio": min(traced) / min(base), "min_cpu_ratio": min(traced_cpu) / min(base_cpu), "records": nrec,
+            "darshan": str(darshan) if darshan else None, "darshan_s": dar, "darshan_cpu_s": dar_cpu,
+            "darshan_ratio": statistics.median(dar) / mb if dar else None,
+            "darshan_cpu_ratio": statistics.median(dar_cpu) / cb if dar else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {r['workload']} | {r['reps']} | {r['records']} | {r['median_baseline_s']:.3f} | {r['median_embedded_s']:.3f} | "
                      f"{r['ratio']:.3f} ({r['min_ratio']:.3f}) | {r['median_baseline_cpu_s']:.3f} | {r['median_embedded_cpu_s']:.3f} | "
                      f"{r['cpu_ratio']:.3f} ({r['min_cpu_ratio']:.3f}) |")
+    dars = [r for r in results if r["darshan"]]
+    if dars:
+        lines += ["", f"Same runs under Darshan ({dars[0]['darshan']}, non-MPI mode, DXT on, default memory): "
+                  + "; ".join(f"{r['workload']} wall ratio {r['darshan_ratio']:.3f}, CPU ratio {r['darshan_cpu_ratio']:.3f}"
+                              for r in dars) + "."]
+    else:
+        lines += ["", "No Darshan runtime found (IODIAG_DARSHAN_LIB, darshan-config, /opt/darshan-runtime): no Darshan arm."]
     text = "\n".join(lines) + "\n"
     print(text)
     a.out.parent.mkdir(parents=True, exist_ok=True)

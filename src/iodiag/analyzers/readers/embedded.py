@@ -120,7 +120,7 @@ def _top4(g: np.ndarray, vals: np.ndarray, ngroups: int) -> tuple[np.ndarray, np
     pairs = np.empty(len(g), dtype=[("g", "i8"), ("v", "i8")])
     pairs["g"], pairs["v"] = g, vals
     uniq, cnt = np.unique(pairs, return_counts=True)
-    order = np.lexsort((uniq["v"], -cnt, uniq["g"]))
+    order = np.lexsort((-uniq["v"], -cnt, uniq["g"]))  # Darshan: higher count first, then larger value
     ug, uv, uc = uniq["g"][order], uniq["v"][order], cnt[order]
     first = np.flatnonzero(_first_in_group(ug))
     rank = np.arange(len(ug)) - np.repeat(first, np.diff(np.r_[first, len(ug)]))
@@ -134,6 +134,7 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
     """Darshan's per-file access counters for one module, rows sorted by (group, start)."""
     out: dict[str, np.ndarray] = {}
     known = off >= 0
+    stride_g, stride_v = [], []
     for kind, sel in (("READ", ~is_write), ("WRITE", is_write)):
         gg, oo, ll = g[sel], off[sel], ln[sel]
         dur = (t1[sel] - t0[sel])
@@ -142,7 +143,8 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
         out[f"{prefix}_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}"] = np.bincount(gg, weights=ll, minlength=ngroups).astype("i8")
         kk = known[sel]
         last = np.where(kk, oo + ll - 1, -1)
-        out[f"{prefix}_MAX_BYTE_{'READ' if kind == 'READ' else 'WRITTEN'}"] = _group_reduce(np.maximum, gg, last, ngroups, -1)
+        # Darshan starts MAX_BYTE_* at 0 (a file never read shows 0)
+        out[f"{prefix}_MAX_BYTE_{'READ' if kind == 'READ' else 'WRITTEN'}"] = _group_reduce(np.maximum, gg, last, ngroups, 0)
         out[f"_{kind}_TIME"] = _group_reduce(np.add, gg, dur, ngroups, 0.0)
         out[f"_MAX_{kind}_TIME"] = _group_reduce(np.maximum, gg, dur, ngroups, 0.0)
         if prefix == "POSIX":
@@ -151,6 +153,10 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
             prev_last[_first_in_group(gg)] = 0
             seq = kk & (oo > prev_last)
             consec = kk & (oo == prev_last + 1)
+            # Darshan's stride: the gap after the previous op of the same direction, when moving forward
+            fwd = kk & (oo > 0) & (oo > prev_last) & (prev_last != 0)
+            stride_g.append(gg[fwd])
+            stride_v.append((oo - prev_last - 1)[fwd])
             out[f"POSIX_SEQ_{label}"] = np.bincount(gg[seq], minlength=ngroups).astype("i8")
             out[f"POSIX_CONSEC_{label}"] = np.bincount(gg[consec], minlength=ngroups).astype("i8")
             bucket = np.searchsorted(_SIZE_EDGES, ll, side="right")
@@ -172,11 +178,10 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
         sw[_first_in_group(g)] = False
         out["POSIX_RW_SWITCHES"] = np.bincount(g[sw], minlength=ngroups).astype("i8")
         out["POSIX_FILE_NOT_ALIGNED"] = np.bincount(g[known & (off % FILE_ALIGNMENT != 0)], minlength=ngroups).astype("i8")
-        av, ac = _top4(g, ln, ngroups)
-        prev_end = np.r_[0, (off + ln)[:-1]]
-        first = _first_in_group(g)
-        stride_ok = known & ~first & np.r_[False, known[:-1]]
-        sv, sc = _top4(g[stride_ok], (off - prev_end)[stride_ok], ngroups)
+        nz = ln != 0  # Darshan never counts a value of 0 among the common values
+        av, ac = _top4(g[nz], ln[nz], ngroups)
+        sg, sv_ = np.concatenate(stride_g), np.concatenate(stride_v)
+        sv, sc = _top4(sg[sv_ != 0], sv_[sv_ != 0], ngroups)
         for j in range(4):
             out[f"POSIX_ACCESS{j + 1}_ACCESS"] = av[:, j]
             out[f"POSIX_ACCESS{j + 1}_COUNT"] = ac[:, j]
@@ -232,7 +237,9 @@ def _counters(mod: str, proc, fid, opc, flags, off, ln, t0, t1, proc_start, extr
         if len(g_tgt):
             renamed_from[g_tgt] = tsrc.astype("u8").view("i8")
         vals = {
-            "POSIX_OPENS": cnt(opens), "POSIX_FILENOS": np.zeros(ngroups, "i8"), "POSIX_DUPS": cnt(opc == OPC["dup"]),
+            # Darshan counts a dup as an open too (POSIX_OPENS and POSIX_DUPS)
+            "POSIX_OPENS": cnt(opens | (opc == OPC["dup"])), "POSIX_FILENOS": np.zeros(ngroups, "i8"),
+            "POSIX_DUPS": cnt(opc == OPC["dup"]),
             "POSIX_READS": rw["POSIX_READS"], "POSIX_WRITES": rw["POSIX_WRITES"], "POSIX_SEEKS": cnt(opc == OPC["seek"]),
             "POSIX_STATS": cnt(opc == OPC["stat"]), "POSIX_MMAPS": np.full(ngroups, -1, "i8"),
             "POSIX_FSYNCS": cnt(opc == OPC["fsync"]), "POSIX_FDSYNCS": cnt(opc == OPC["fdatasync"]),
@@ -258,10 +265,10 @@ def _counters(mod: str, proc, fid, opc, flags, off, ln, t0, t1, proc_start, extr
             vals[f"POSIX_ACCESS{j}_ACCESS"] = rw[f"POSIX_ACCESS{j}_ACCESS"]
         for j in range(1, 5):
             vals[f"POSIX_ACCESS{j}_COUNT"] = rw[f"POSIX_ACCESS{j}_COUNT"]
-        total_bytes = rw["POSIX_BYTES_READ"] + rw["POSIX_BYTES_WRITTEN"]
-        io_time = rw["_READ_TIME"] + rw["_WRITE_TIME"] + _group_reduce(np.add, g[meta], dur[meta], ngroups, 0.0)
-        vals.update({"POSIX_FASTEST_RANK": np.zeros(ngroups, "i8"), "POSIX_FASTEST_RANK_BYTES": total_bytes,
-                     "POSIX_SLOWEST_RANK": np.zeros(ngroups, "i8"), "POSIX_SLOWEST_RANK_BYTES": total_bytes})
+        # the rank extremes and variances only exist for records shared by several ranks: 0 here, as in Darshan
+        zero_i, zero_f = np.zeros(ngroups, "i8"), np.zeros(ngroups)
+        vals.update({"POSIX_FASTEST_RANK": zero_i, "POSIX_FASTEST_RANK_BYTES": zero_i,
+                     "POSIX_SLOWEST_RANK": zero_i, "POSIX_SLOWEST_RANK_BYTES": zero_i})
         vals.update({
             "POSIX_F_OPEN_START_TIMESTAMP": first_start(opens), "POSIX_F_READ_START_TIMESTAMP": first_start(reads),
             "POSIX_F_WRITE_START_TIMESTAMP": first_start(writes), "POSIX_F_CLOSE_START_TIMESTAMP": first_start(closes),
@@ -270,30 +277,30 @@ def _counters(mod: str, proc, fid, opc, flags, off, ln, t0, t1, proc_start, extr
             "POSIX_F_READ_TIME": rw["_READ_TIME"], "POSIX_F_WRITE_TIME": rw["_WRITE_TIME"],
             "POSIX_F_META_TIME": _group_reduce(np.add, g[meta], dur[meta], ngroups, 0.0),
             "POSIX_F_MAX_READ_TIME": rw["_MAX_READ_TIME"], "POSIX_F_MAX_WRITE_TIME": rw["_MAX_WRITE_TIME"],
-            "POSIX_F_FASTEST_RANK_TIME": io_time, "POSIX_F_SLOWEST_RANK_TIME": io_time,
-            "POSIX_F_VARIANCE_RANK_TIME": np.zeros(ngroups), "POSIX_F_VARIANCE_RANK_BYTES": np.zeros(ngroups),
+            "POSIX_F_FASTEST_RANK_TIME": zero_f, "POSIX_F_SLOWEST_RANK_TIME": zero_f,
+            "POSIX_F_VARIANCE_RANK_TIME": zero_f, "POSIX_F_VARIANCE_RANK_BYTES": zero_f,
         })
     else:
         opens, fdopens = opc == OPC["open"], opc == OPC["fdopen"]
         reads, writes, closes = opc == OPC["read"], opc == OPC["write"], opc == OPC["close"]
         meta = ~is_rw
-        total_bytes = rw["STDIO_BYTES_READ"] + rw["STDIO_BYTES_WRITTEN"]
         meta_time = _group_reduce(np.add, g[meta], dur[meta], ngroups, 0.0)
-        io_time = rw["_READ_TIME"] + rw["_WRITE_TIME"] + meta_time
+        zero_i, zero_f = np.zeros(ngroups, "i8"), np.zeros(ngroups)
         vals = {
-            "STDIO_OPENS": cnt(opens), "STDIO_FDOPENS": cnt(fdopens), "STDIO_READS": rw["STDIO_READS"],
+            # Darshan counts an fdopen in STDIO_OPENS too
+            "STDIO_OPENS": cnt(opens | fdopens), "STDIO_FDOPENS": cnt(fdopens), "STDIO_READS": rw["STDIO_READS"],
             "STDIO_WRITES": rw["STDIO_WRITES"], "STDIO_SEEKS": cnt(opc == OPC["seek"]), "STDIO_FLUSHES": cnt(opc == OPC["flush"]),
             "STDIO_BYTES_WRITTEN": rw["STDIO_BYTES_WRITTEN"], "STDIO_BYTES_READ": rw["STDIO_BYTES_READ"],
             "STDIO_MAX_BYTE_READ": rw["STDIO_MAX_BYTE_READ"], "STDIO_MAX_BYTE_WRITTEN": rw["STDIO_MAX_BYTE_WRITTEN"],
-            "STDIO_FASTEST_RANK": np.zeros(ngroups, "i8"), "STDIO_FASTEST_RANK_BYTES": total_bytes,
-            "STDIO_SLOWEST_RANK": np.zeros(ngroups, "i8"), "STDIO_SLOWEST_RANK_BYTES": total_bytes,
+            "STDIO_FASTEST_RANK": zero_i, "STDIO_FASTEST_RANK_BYTES": zero_i,
+            "STDIO_SLOWEST_RANK": zero_i, "STDIO_SLOWEST_RANK_BYTES": zero_i,
             "STDIO_F_META_TIME": meta_time, "STDIO_F_WRITE_TIME": rw["_WRITE_TIME"], "STDIO_F_READ_TIME": rw["_READ_TIME"],
             "STDIO_F_OPEN_START_TIMESTAMP": first_start(opens | fdopens), "STDIO_F_CLOSE_START_TIMESTAMP": first_start(closes),
             "STDIO_F_WRITE_START_TIMESTAMP": first_start(writes), "STDIO_F_READ_START_TIMESTAMP": first_start(reads),
             "STDIO_F_OPEN_END_TIMESTAMP": last_end(opens | fdopens), "STDIO_F_CLOSE_END_TIMESTAMP": last_end(closes),
             "STDIO_F_WRITE_END_TIMESTAMP": last_end(writes), "STDIO_F_READ_END_TIMESTAMP": last_end(reads),
-            "STDIO_F_FASTEST_RANK_TIME": io_time, "STDIO_F_SLOWEST_RANK_TIME": io_time,
-            "STDIO_F_VARIANCE_RANK_TIME": np.zeros(ngroups), "STDIO_F_VARIANCE_RANK_BYTES": np.zeros(ngroups),
+            "STDIO_F_FASTEST_RANK_TIME": zero_f, "STDIO_F_SLOWEST_RANK_TIME": zero_f,
+            "STDIO_F_VARIANCE_RANK_TIME": zero_f, "STDIO_F_VARIANCE_RANK_BYTES": zero_f,
         }
     c.update(vals)
     return c

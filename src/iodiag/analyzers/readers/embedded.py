@@ -117,11 +117,14 @@ def _top4(g: np.ndarray, vals: np.ndarray, ngroups: int) -> tuple[np.ndarray, np
     counts = np.zeros((ngroups, 4), "i8")
     if not len(g):
         return values, counts
-    pairs = np.empty(len(g), dtype=[("g", "i8"), ("v", "i8")])
-    pairs["g"], pairs["v"] = g, vals
-    uniq, cnt = np.unique(pairs, return_counts=True)
-    order = np.lexsort((-uniq["v"], -cnt, uniq["g"]))  # Darshan: higher count first, then larger value
-    ug, uv, uc = uniq["g"][order], uniq["v"][order], cnt[order]
+    # distinct (group, value) pairs with their counts, without sorting a structured array (slow in NumPy)
+    o = np.lexsort((vals, g))
+    gs, vs = g[o], vals[o]
+    start = np.flatnonzero(np.r_[True, (gs[1:] != gs[:-1]) | (vs[1:] != vs[:-1])])
+    pg, pv = gs[start], vs[start]
+    cnt = np.diff(np.r_[start, len(gs)])
+    order = np.lexsort((-pv, -cnt, pg))  # Darshan: higher count first, then larger value
+    ug, uv, uc = pg[order], pv[order], cnt[order]
     first = np.flatnonzero(_first_in_group(ug))
     rank = np.arange(len(ug)) - np.repeat(first, np.diff(np.r_[first, len(ug)]))
     keep = rank < 4
@@ -196,11 +199,15 @@ def _counters(mod: str, proc, fid, opc, flags, off, ln, t0, t1, proc_start, extr
         tproc, tfid, tsrc = extra_rows
     else:
         tproc = tfid = tsrc = np.zeros(0, "i8")
-    keys = np.empty(len(proc) + len(tproc), dtype=[("p", "i8"), ("f", "u8")])
-    keys["p"] = np.r_[proc, tproc]
-    keys["f"] = np.r_[fid.astype("u8"), tfid.astype("u8")]
-    ukeys, ginv = np.unique(keys, return_inverse=True)
-    ngroups = len(ukeys)
+    kp = np.r_[proc, tproc].astype("i8")
+    kf = np.r_[fid.astype("u8"), tfid.astype("u8")]
+    o = np.lexsort((kf, kp))
+    ps, fs = kp[o], kf[o]
+    new = np.r_[True, (ps[1:] != ps[:-1]) | (fs[1:] != fs[:-1])] if len(ps) else np.zeros(0, bool)
+    ginv = np.empty(len(kp), "i8")
+    ginv[o] = np.cumsum(new) - 1
+    ukeys = {"p": ps[new], "f": fs[new]}
+    ngroups = int(new.sum())
     g_all = ginv[: len(proc)]
     g_tgt = ginv[len(proc):]
     order = np.lexsort((t0, g_all))

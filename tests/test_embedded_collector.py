@@ -314,3 +314,25 @@ def test_damaged_and_inflight_traces(tmp_path):
     prof = load_traces(trace, job_id="x")
     assert any(i.kind == "unreadable" and "123-1.iot" in i.path for i in prof.issues_seen)
     assert len(prof.processes) == 1
+
+
+def test_detectors_fire_on_embedded_data(tmp_path):
+    from iodiag.analyzers.detectors import diagnose
+
+    code = r"""
+    import os, sys
+    d = sys.argv[1]
+    with open(d + "/small.bin", "wb", buffering=0) as f:
+        for i in range(5000):
+            f.write(b"x" * 64)
+    for r in range(4):
+        for i in range(400):
+            os.stat(d + "/small.bin")
+            with open(d + "/small.bin", "rb") as f:
+                f.read(10)
+    """
+    _, trace, out = run_traced(tmp_path, code)
+    prof = load_traces(trace, job_id="diag")
+    found = {f.id: f for f in diagnose(prof)}
+    assert "small-io" in found and "metadata-storm" in found, list(found)
+    assert str(out / "small.bin") in found["small-io"].files

@@ -293,7 +293,7 @@ def test_record_cap_marks_the_job_partial(tmp_path):
     assert int(prof.processes["records"][0]) == 100
     assert int(prof.processes["dropped"][0]) >= 400
     assert prof.processes["partial"][0] and prof.job.partial_modules
-    assert any(i.kind == "truncated" and "cap" in i.cause for i in prof.issues_seen)
+    assert any(i.kind == "partial-module" and "cap" in i.cause for i in prof.issues_seen)
     hdr, recs = raw_records(next(trace.glob("*.iot")))
     assert len(recs) == 100 and int(hdr["dropped"]) >= 400
     assert next(trace.glob("*.iot")).stat().st_size == 4096 + 100 * 48  # bounded on disk
@@ -336,3 +336,18 @@ def test_detectors_fire_on_embedded_data(tmp_path):
     found = {f.id: f for f in diagnose(prof)}
     assert "small-io" in found and "metadata-storm" in found, list(found)
     assert str(out / "small.bin") in found["small-io"].files
+
+
+def test_library_path_unfit_for_ld_preload_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("IODIAG_CACHE_DIR", str(tmp_path / "with space"))
+    with pytest.raises(CollectorError) as exc:
+        embedded.prepare(tmp_path / "t")
+    assert "LD_PRELOAD" in exc.value.message and "IODIAG_CACHE_DIR" in exc.value.hint
+
+
+def test_build_is_cached_by_source_hash(tmp_path, monkeypatch):
+    monkeypatch.setenv("IODIAG_CACHE_DIR", str(tmp_path / "cache"))
+    lib = embedded.build()
+    assert lib.parent.name in embedded.version() or embedded.version().split(".")[-1] in lib.parent.name
+    mtime = lib.stat().st_mtime_ns
+    assert embedded.build() == lib and lib.stat().st_mtime_ns == mtime  # not rebuilt

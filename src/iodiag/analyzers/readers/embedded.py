@@ -439,7 +439,7 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
                 next_step="numbers for this process stop at the kill; the rest of the job is complete"))
         if capped:
             issues.append(LoadIssue(
-                path=str(p), kind="truncated", module="POSIX",
+                path=str(p), kind="partial-module", module="POSIX",
                 cause=f"the record cap of {int(h['cap'])} per process was reached: {dropped} later operations were not recorded",
                 next_step="counts are lower bounds; raise the cap (IODIAG_MAX_RECORDS, or max_records= when preparing the run)"))
 

@@ -141,6 +141,9 @@ def prepare(trace_dir: Path, *, max_records: int | None = None, exclude: list[st
     except OSError as exc:
         raise CollectorError(f"cannot create the trace folder {trace_dir}: {exc.strerror}",
                              hint="choose a writable job folder") from exc
+    if any(ch in str(library_path()) for ch in " :"):
+        raise CollectorError(f"the collector library path {library_path()} contains a space or ':', which LD_PRELOAD cannot carry",
+                             hint="set IODIAG_CACHE_DIR to a folder whose path has neither")
     lib = build()
     excludes = list(exclude) if exclude is not None else default_excludes()
     if any(":" in e for e in excludes):

@@ -69,6 +69,57 @@ with dask.config.set(scheduler="threads", num_workers=2):
 """
 
 
+# Per-call cost, measured inside one process (robust to other load: minimum over batches).
+PERCALL_C = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+#define BATCH 20000
+#define MEASURE(label, setup, body, teardown) do { double best = 1e9; \
+    for (int rep = 0; rep < 15; rep++) { setup; double t0 = now(); \
+        for (int i = 0; i < BATCH; i++) { body; } double dt = now() - t0; teardown; if (dt < best) best = dt; } \
+    printf("%s %.1f\n", label, best / BATCH * 1e9); } while (0)
+int main(int argc, char **argv) {
+    char path[4096]; snprintf(path, sizeof path, "%s/percall.bin", argv[1]);
+    char buf[64]; memset(buf, 'x', sizeof buf); struct stat st; int fd; FILE *f;
+    MEASURE("write_64B", fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), write(fd, buf, 64), close(fd));
+    MEASURE("pread_64B", fd = open(path, O_RDONLY), pread(fd, buf, 64, (i % 1000) * 64), close(fd));
+    MEASURE("lseek", fd = open(path, O_RDONLY), lseek(fd, i, SEEK_SET), close(fd));
+    MEASURE("stat", (void)0, stat(path, &st), (void)0);
+    MEASURE("open_close", (void)0, (fd = open(path, O_RDONLY), close(fd)), (void)0);
+    MEASURE("fwrite_64B", f = fopen(path, "w"), fwrite(buf, 1, 64, f), fclose(f));
+    MEASURE("write_untraced_fd", fd = open("/dev/null", O_WRONLY), write(fd, buf, 64), close(fd));
+    return 0;
+}
+"""
+
+
+def percall(work: Path) -> list[dict] | None:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    src, exe = work / "percall.c", work / "percall"
+    src.write_text(PERCALL_C)
+    subprocess.run([cc, "-O2", "-o", str(exe), str(src)], check=True)
+    base = dict(os.environ)
+    out = {}
+    for arm in ("none", "embedded"):
+        env = dict(base)
+        if arm == "embedded":
+            env.update(prepare(work / "traces-percall"))
+        res = subprocess.run([str(exe), str(work)], env=env, capture_output=True, text=True, check=True).stdout
+        out[arm] = {line.split()[0]: float(line.split()[1]) for line in res.splitlines()}
+    shutil.rmtree(work / "traces-percall", ignore_errors=True)
+    return [{"call": k, "none_ns": out["none"][k], "embedded_ns": out["embedded"][k],
+             "added_ns": out["embedded"][k] - out["none"][k]} for k in out["none"]]
+
+
 def _run(script: Path, args: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds user+system) of one child run."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -143,7 +194,7 @@ def measure(name: str, code: str, args: list[str], work: Path, reps: int) -> dic
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--only", help="write-loop or nc2zarr")
+    ap.add_argument("--only", help="comma-separated: write-loop, nc2zarr, percall")
     ap.add_argument("--json", type=Path, help="also write the raw timings here")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "embedded.md",
                     help="markdown table to write (default: benchmarks/results/embedded.md)")
@@ -158,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             src = work / "in.nc"
             subprocess.run([sys.executable, "-c", textwrap.dedent(MAKE_NC), str(src)], check=True)
             results.append(measure("nc2zarr", NC2ZARR, [str(work), str(src)], work, a.reps))
+        calls = percall(work) if (not a.only or "percall" in names) else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()[0]
@@ -174,12 +226,16 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {r['workload']} | {r['reps']} | {r['records']} | {r['median_baseline_s']:.3f} | {r['median_embedded_s']:.3f} | "
                      f"{r['ratio']:.3f} ({r['min_ratio']:.3f}) | {r['median_baseline_cpu_s']:.3f} | {r['median_embedded_cpu_s']:.3f} | "
                      f"{r['cpu_ratio']:.3f} ({r['min_cpu_ratio']:.3f}) |")
+    if calls:
+        lines += ["", "Per call, inside one C process (best of 15 batches of 20,000; the added cost is the collector's):", "",
+                  "| call | no collector (ns) | embedded (ns) | added (ns) |", "|---|---:|---:|---:|"]
+        lines += [f"| {c['call']} | {c['none_ns']:.0f} | {c['embedded_ns']:.0f} | {c['added_ns']:+.0f} |" for c in calls]
     dars = [r for r in results if r["darshan"]]
     if dars:
         lines += ["", f"Same runs under Darshan ({dars[0]['darshan']}, non-MPI mode, DXT on, default memory): "
                   + "; ".join(f"{r['workload']} wall ratio {r['darshan_ratio']:.3f}, CPU ratio {r['darshan_cpu_ratio']:.3f}"
                               for r in dars) + "."]
-    else:
+    elif results:
         lines += ["", "No Darshan runtime found (IODIAG_DARSHAN_LIB, darshan-config, /opt/darshan-runtime): no Darshan arm."]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -180,8 +180,10 @@ def work(arg):
     return i
 if __name__ == "__main__":
     for method in ("fork", "spawn", "forkserver"):
-        with mp.get_context(method).Pool(2) as pool:
-            pool.map(work, [(method, i) for i in range(6)])
+        pool = mp.get_context(method).Pool(2)
+        pool.map(work, [(method, i) for i in range(6)])
+        pool.close()  # not the with-block: its terminate() SIGTERMs workers, possibly inside a traced call
+        pool.join()
     import subprocess
     subprocess.run([sys.executable, "-c", f"open('{d}/sub.txt','w').write('x'*1000); import os; os.stat('{d}/sub.txt')"], check=True)
 '''

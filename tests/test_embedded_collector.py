@@ -351,3 +351,17 @@ def test_build_is_cached_by_source_hash(tmp_path, monkeypatch):
     assert lib.parent.name in embedded.version() or embedded.version().split(".")[-1] in lib.parent.name
     mtime = lib.stat().st_mtime_ns
     assert embedded.build() == lib and lib.stat().st_mtime_ns == mtime  # not rebuilt
+
+
+def test_exit_status_and_end_are_recorded(tmp_path):
+    code = r"""
+    import sys
+    open(sys.argv[1] + "/x.txt", "w").write("x")
+    sys.exit(3)
+    """
+    proc, trace, out = run_traced(tmp_path, code, check=False)
+    assert proc.returncode == 3
+    prof = load_traces(trace, job_id="exit")
+    assert prof.processes["end_kind"][0] == "exit" and prof.processes["exit_status"][0] == 3
+    assert prof.processes["end_s"][0] >= prof.ops["end_s"].max()
+    assert not prof.processes["partial"][0] and not prof.issues_seen

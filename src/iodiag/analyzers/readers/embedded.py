@@ -409,9 +409,8 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
         capped = bool(flags & HF_CAPPED) or dropped > 0
         capped_any |= capped
         killed = not (flags & (HF_EXITED | HF_EXEC))
-        end_ns = int(h["end_ns"])
-        if not end_ns:
-            end_ns = int((recs["start_ns"] + recs["dur_ns"]).max()) if len(recs) else int(h["start_ns"])
+        last_ns = int((recs["start_ns"] + recs["dur_ns"]).max()) if len(recs) else int(h["start_ns"])
+        end_ns = max(int(h["end_ns"]), last_ns)  # atexit handlers may still do I/O after exit() was called
         argv = bytes(h["cmdline"])[: int(h["cmdline_len"])].split(b"\0")
         argv = [a.decode("utf-8", "surrogateescape") for a in argv if a]
         proc_cols["proc"].append(i)

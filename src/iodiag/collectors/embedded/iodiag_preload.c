@@ -470,7 +470,8 @@ static inline void map_del(ptrent_t *e) { if (e) __atomic_store_n(&e->key, TOMB,
 /* ---- process lifecycle ------------------------------------------------- */
 static void mark_end(uint32_t flag, int status) {
     if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != 2 || raw_getpid() != g_pid) return;
-    g_hdr->exit_status = status;
+    if (status != -1 || !(__atomic_load_n(&g_hdr->flags, __ATOMIC_ACQUIRE) & HF_EXITED))
+        g_hdr->exit_status = status; /* the destructor (status unknown) keeps what exit() recorded */
     __atomic_store_n(&g_hdr->end_ns, now_ns(), __ATOMIC_RELEASE);
     __atomic_fetch_or(&g_hdr->flags, flag, __ATOMIC_RELEASE);
 }
@@ -984,6 +985,8 @@ EXPORT int execvpe(const char *p, char *const a[], char *const e[]) { mark_end(H
 static int (*real_fexecve)(int, char *const[], char *const[]);
 EXPORT int fexecve(int fd, char *const a[], char *const e[]) { mark_end(HF_EXEC, -1); return REAL(fexecve)(fd, a, e); }
 
+static void (*real_exit)(int);
+EXPORT void exit(int s) { mark_end(HF_EXITED, s); REAL(exit)(s); __builtin_unreachable(); }
 static void (*real__exit)(int);
 EXPORT void _exit(int s) { mark_end(HF_EXITED, s); REAL(_exit)(s); __builtin_unreachable(); }
 static void (*real__Exit)(int);

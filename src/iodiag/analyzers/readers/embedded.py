@@ -504,9 +504,17 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
     start = float(min(proc_cols["start_s"])) if nproc else None
     end = float(max(proc_cols["end_s"])) if nproc else None
     modules = [m for m in ("POSIX", "STDIO") if m in counters]
+    uid = os.stat(trace_dir).st_uid
+    try:
+        import pwd
+
+        user = pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        user = None
     job = JobInfo(
         job_id=job_id,
-        uid=os.stat(trace_dir).st_uid,
+        uid=uid,
+        user=user,
         exe=proc_cols["exe"][root] if root is not None else "",
         args=proc_cols["args"][root] if root is not None else "",
         nprocs=nproc,

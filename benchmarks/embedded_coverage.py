@@ -341,8 +341,12 @@ def compare(calls: list[dict], pid_recs, excludes: list[str], names: dict[int, s
     internal = Counter()
     bytes_st = Counter()
     per_path = Counter()  # (class, path) -> strace program-level minus collector
+    failed_st = Counter()
     for c in calls:
-        if not c["ok"] or excluded(c["path"]):
+        if excluded(c["path"]):
+            continue
+        if not c["ok"]:
+            failed_st[c["cls"]] += 1
             continue
         cls = c["cls"]
         if cls == "readdir" and c["ret"] != "0":
@@ -363,7 +367,13 @@ def compare(calls: list[dict], pid_recs, excludes: list[str], names: dict[int, s
     coll = Counter()
     stdio = Counter()
     bytes_co = Counter()
+    failed_co = Counter()
+    inv_all = {v: k for k, v in OPC.items()}
     for pid, r in pid_recs:
+        bad = r[((r["flags"] & RF_FAILED) != 0) & ((r["module"] != MODULE_STDIO) | np.isin(r["op"], (OPC["open"], OPC["close"])))]
+        for o in bad["op"].tolist():
+            name = inv_all[o]
+            failed_co[{"opendir": "open", "closedir": "close", "fdatasync": "fsync", "rmdir": "unlink"}.get(name, name)] += 1
         r = r[(r["flags"] & RF_FAILED) == 0]
         st = r["module"] == MODULE_STDIO
         opc = r["op"]
@@ -389,7 +399,8 @@ def compare(calls: list[dict], pid_recs, excludes: list[str], names: dict[int, s
             bytes_co[cls] += int(r["length"][sel].sum())
     mismatch = {f"{k[0]} pid {k[1]} {k[2]}": v for k, v in per_path.items() if v}
     return {"strace": dict(strace_all), "internal": dict(internal), "collector": dict(coll), "stdio": dict(stdio),
-            "bytes_strace": dict(bytes_st), "bytes_collector": dict(bytes_co), "mismatch": mismatch}
+            "bytes_strace": dict(bytes_st), "bytes_collector": dict(bytes_co), "mismatch": mismatch,
+            "failed_strace": dict(failed_st), "failed_collector": dict(failed_co)}
 
 
 def run_workload(name: str, work: Path, *, timeout: float = 600) -> dict:
@@ -489,6 +500,11 @@ def render(results: dict[str, dict]) -> str:
                      f"{st.get('read', 0)} reads, {st.get('write', 0)} writes, {st.get('seek', 0)} seeks, "
                      f"{st.get('flush', 0)} flushes, {st.get('close', 0)} fclose.  ")
         bs, bc = res["bytes_strace"], res["bytes_collector"]
+        fs_, fc_ = res.get("failed_strace", {}), res.get("failed_collector", {})
+        if fs_ or fc_:
+            lines.append("Failed calls (recorded with a flag, kept out of counters and the table above): "
+                         + ", ".join(f"{k} strace {fs_.get(k, 0)} / collector {fc_.get(k, 0)}"
+                                     for k in CLASSES if fs_.get(k) or fc_.get(k)) + ".  ")
         lines.append(f"Bytes written: strace {bs.get('write', 0)}, collector (POSIX+STDIO) {bc.get('write', 0)}; "
                      f"bytes read: strace {bs.get('read', 0)}, collector {bc.get('read', 0)} "
                      "(glibc reads whole buffers ahead of what a program freads).")

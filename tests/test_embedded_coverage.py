@@ -38,6 +38,9 @@ def _check(name: str, tmp_path: Path) -> dict:
             assert r["collector"] == 0, (name, cls, r)
         else:
             assert abs(r["diff_pct"]) <= 2.0, (name, cls, r, res["mismatch"])
+    # failed path calls (missing files probed by exists(), by HDF5, by Dask) are seen too, flagged
+    for cls in ("open", "stat", "mkdir", "rename", "unlink"):
+        assert res["failed_collector"].get(cls, 0) == res["failed_strace"].get(cls, 0), (name, cls)
     # every byte written reached the files through calls the collector saw (POSIX or STDIO)
     assert res["bytes_collector"].get("write", 0) == res["bytes_strace"].get("write", 0)
     return rows

@@ -508,7 +508,11 @@ static inline int mem_flag(const void *buf) { return ((uintptr_t)buf & 7) ? RF_M
 
 static void after_open(int dirfd, const char *path, int flags, mode_t mode, int fd, uint64_t t0, uint64_t t1, int dir) {
     if (!g_cfg_done) load_config();
-    if (fd < 0) return;
+    if (fd < 0) { /* a failed open is a metadata call too: recorded, flagged */
+        uint64_t fid = path_id(dirfd, path);
+        if (fid) emit(OPC_OPEN, MOD_POSIX, RF_FAILED | ((flags & O_CREAT) ? RF_CREATE : 0), fid, flags, (int64_t)mode, t0, t1);
+        return;
+    }
     char a[4096];
     size_t n = abs_path(dirfd, path, a, sizeof(a));
     if (!n || excluded(a, n)) { track_fd(fd, 0, 0); return; }
@@ -920,6 +924,9 @@ EXPORT DIR *opendir(const char *p) {
     if (d) {
         uint64_t id = path_id(AT_FDCWD, p);
         if (id) { emit(OPC_OPENDIR, MOD_POSIX, RF_DIR, id, O_RDONLY | O_DIRECTORY, dirfd(d), t0, t1); dir_opened(d, id); }
+    } else {
+        uint64_t id = path_id(AT_FDCWD, p);
+        if (id) emit(OPC_OPENDIR, MOD_POSIX, RF_DIR | RF_FAILED, id, O_RDONLY | O_DIRECTORY, -1, t0, t1);
     }
     errno = e; LEAVE; return d;
 }
@@ -995,7 +1002,11 @@ EXPORT void _Exit(int s) { mark_end(HF_EXITED, s); REAL(_Exit)(s); __builtin_unr
 /* ---- STDIO ------------------------------------------------------------- */
 static FILE *after_fopen(FILE *f, const char *path, const char *mode, uint64_t t0, uint64_t t1, int opc) {
     if (!g_cfg_done) load_config();
-    if (!f) return f;
+    if (!f) {
+        uint64_t fid = path_id(AT_FDCWD, path);
+        if (fid) emit(opc, MOD_STDIO, RF_FAILED, fid, -1, -1, t0, t1);
+        return f;
+    }
     uint64_t id = path_id(AT_FDCWD, path);
     if (!id) { ptrent_t *old = map_find(g_streams, f); if (old) map_del(old); return f; }
     int append = mode && strchr(mode, 'a') != NULL;

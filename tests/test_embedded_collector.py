@@ -365,3 +365,45 @@ def test_exit_status_and_end_are_recorded(tmp_path):
     assert prof.processes["end_kind"][0] == "exit" and prof.processes["exit_status"][0] == 3
     assert prof.processes["end_s"][0] >= prof.ops["end_s"].max()
     assert not prof.processes["partial"][0] and not prof.issues_seen
+
+
+def test_c_stdio_streams(tmp_path):
+    code = r"""
+    import ctypes, os, sys
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fileno.argtypes = [ctypes.c_void_p]
+    p = (sys.argv[1] + "/s.txt").encode()
+    f = ctypes.c_void_p(libc.fopen(p, b"w"))
+    for i in range(10):
+        libc.fputs(b"0123456789\n", f)                     # 11 bytes each
+    libc.fprintf(f, b"%05d\n", ctypes.c_int(42))           # 6 bytes
+    buf = ctypes.create_string_buffer(b"z" * 100, 100)
+    libc.fwrite(buf, 1, 100, f)                            # 100 bytes
+    libc.fflush(f)
+    libc.fsync(libc.fileno(f))
+    libc.fclose(f)
+    f = ctypes.c_void_p(libc.fopen(p, b"r"))
+    out = ctypes.create_string_buffer(200)
+    libc.fgets(out, 200, f)                                # one line: 11 bytes
+    libc.fread(out, 1, 50, f)                              # 50 bytes
+    libc.fseek(f, 5, 0)
+    libc.fclose(f)
+    assert not libc.fopen(b"/nonexistent-dir/x", b"r")
+    """
+    _, trace, out = run_traced(tmp_path, code)
+    prof = load_traces(trace, job_id="stdio")
+    s = counters_of(prof, "STDIO", str(out / "s.txt"))
+    assert s["STDIO_OPENS"] == 2 and s["STDIO_FDOPENS"] == 0
+    assert s["STDIO_WRITES"] == 12 and s["STDIO_BYTES_WRITTEN"] == 10 * 11 + 6 + 100
+    assert s["STDIO_READS"] == 2 and s["STDIO_BYTES_READ"] == 11 + 50
+    assert s["STDIO_FLUSHES"] == 1 and s["STDIO_SEEKS"] == 1
+    assert s["STDIO_MAX_BYTE_WRITTEN"] == 215 and s["STDIO_MAX_BYTE_READ"] == 60
+    assert s["STDIO_F_WRITE_TIME"] > 0 and s["STDIO_F_META_TIME"] > 0
+    p = counters_of(prof, "POSIX", str(out / "s.txt"))
+    assert p["POSIX_FSYNCS"] == 1  # fsync(fileno(f)) is a POSIX call on the stream's file
+    assert p["POSIX_WRITES"] == 0  # glibc's buffer flushes are not program calls
+    writes = ops_of(prof, str(out / "s.txt"), "write", module="STDIO")
+    assert writes["offset"].tolist()[:3] == [0, 11, 22]
+    assert int(prof.job.metadata["failed_ops"]) >= 1  # the fopen of a missing file

@@ -1011,6 +1011,9 @@ static FILE *after_fopen(FILE *f, const char *path, const char *mode, uint64_t t
     if (!id) { ptrent_t *old = map_find(g_streams, f); if (old) map_del(old); return f; }
     int append = mode && strchr(mode, 'a') != NULL;
     map_put(g_streams, f, id, append ? -1 : 0);
+    /* the program may also call fsync/fstat/lseek on fileno(f): those are POSIX calls on this file
+     * (glibc's own buffer I/O on the fd is internal and never reaches us); its offset is glibc's */
+    track_fd(fileno(f), id, -1);
     emit(opc, MOD_STDIO, 0, id, -1, fileno(f), t0, t1); /* length holds the stream's fd */
     return f;
 }

@@ -407,3 +407,11 @@ def test_c_stdio_streams(tmp_path):
     writes = ops_of(prof, str(out / "s.txt"), "write", module="STDIO")
     assert writes["offset"].tolist()[:3] == [0, 11, 22]
     assert int(prof.job.metadata["failed_ops"]) >= 1  # the fopen of a missing file
+
+
+def test_folder_without_traces_is_an_empty_job_with_an_issue(tmp_path):
+    embedded.prepare(tmp_path / "t")  # a run whose workload did no traced I/O
+    prof = load_traces(tmp_path / "t", job_id="none")
+    assert prof.job.nprocs == 0 and len(prof.ops) == 0 and len(prof.processes) == 0
+    assert [i.kind for i in prof.issues_seen] == ["missing-log"]
+    assert prof.job.collector == "embedded"

@@ -336,6 +336,19 @@ def compare(calls: list[dict], pid_recs, excludes: list[str], names: dict[int, s
     wins_by = defaultdict(list)
     for pid, fd, a, b, kind in _windows(pid_recs):
         wins_by[(pid, fd)].append((a, b, kind))
+    # POSIX calls the program itself made on a stream's or directory's fd (fstat(fileno(f)), fsync, ...):
+    # the collector recorded them, with start and end times that bracket strace's timestamp
+    inv = {v: k for k, v in OPC.items()}
+    own = defaultdict(list)
+    for pid, r in pid_recs:
+        r = r[((r["flags"] & RF_FAILED) == 0) & (r["module"] != MODULE_STDIO)]
+        for o, fid, t0, dur in zip(r["op"].tolist(), r["file_id"].tolist(), r["start_ns"].tolist(), r["dur_ns"].tolist()):
+            cls = {"fdatasync": "fsync"}.get(inv[o], inv[o])
+            if cls in ("stat", "seek", "read", "write", "fsync"):
+                own[(pid, names.get(fid), cls)].append((t0 * 1e-9 - 5e-5, (t0 + dur) * 1e-9 + 5e-5))
+
+    def program_call(c) -> bool:
+        return any(a <= c["t"] <= b for a, b in own.get((c["pid"], c["path"], c["cls"]), ()))
 
     strace_all = Counter()
     internal = Counter()
@@ -359,8 +372,9 @@ def compare(calls: list[dict], pid_recs, excludes: list[str], names: dict[int, s
         if c["fd"] is not None and c["name"] not in ("openat", "open", "creat", "close", "getdents64"):
             for a, b, kind in wins_by.get((c["pid"], c["fd"]), ()):
                 if a <= c["t"] <= b:
-                    internal[cls] += 1
-                    inside = True
+                    if not program_call(c):
+                        internal[cls] += 1
+                        inside = True
                     break
         if not inside:
             per_path[(cls, c["pid"], c["path"])] += 1
@@ -464,7 +478,8 @@ def render(results: dict[str, dict]) -> str:
         "Columns: **strace** = syscalls of that class; **inside glibc** = syscalls glibc itself makes",
         "inside a STDIO stream or an opendir() handle the collector saw (buffer fills and flushes, the",
         "fstat that sizes the buffer, position syncs; attributed by fd and the handle's open..close",
-        "time window) — the collector records those streams at the call level instead (STDIO module,",
+        "time window, unless the collector recorded a POSIX call of the program on that file bracketing",
+        "strace's timestamp, e.g. fstat(fileno(f))) — the collector records those streams at the call level instead (STDIO module,",
         "as Darshan does); **program** = strace − inside glibc; **collector** = operations in the",
         "embedded traces (for `open`/`close`, fopen/fclose count as one each: they are one syscall);",
         "**diff** = (collector − program) / program. `readdir` counts directory listings: strace's",

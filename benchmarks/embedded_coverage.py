@@ -345,7 +345,7 @@ def compare(calls: list[dict], pid_recs, excludes: list[str], names: dict[int, s
         for o, fid, t0, dur in zip(r["op"].tolist(), r["file_id"].tolist(), r["start_ns"].tolist(), r["dur_ns"].tolist()):
             cls = {"fdatasync": "fsync"}.get(inv[o], inv[o])
             if cls in ("stat", "seek", "read", "write", "fsync"):
-                own[(pid, names.get(fid), cls)].append((t0 * 1e-9 - 5e-5, (t0 + dur) * 1e-9 + 5e-5))
+                own[(pid, names.get(fid), cls)].append((t0 * 1e-9 - 2e-6, (t0 + dur) * 1e-9 + 2e-6))  # strace -ttt has 1 us steps
 
     def program_call(c) -> bool:
         return any(a <= c["t"] <= b for a, b in own.get((c["pid"], c["path"], c["cls"]), ()))

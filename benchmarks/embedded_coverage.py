@@ -548,7 +548,7 @@ EXPLAINED = """## How the collector records
 An LD_PRELOAD library of iodiag's own (`src/iodiag/collectors/embedded/iodiag_preload.c`, compiled on
 first use with the system C compiler into `~/.cache/iodiag/embedded/<source hash>/`). Every process that
 inherits the environment — fork, spawn, forkserver, subprocess, Dask nannies and workers — writes one
-`<pid>-<start_ns>.iot` file: a 4 KiB header and fixed 48-byte records (op, module, flags, thread id,
+`<host>-<pid>-<start_ns>.iot` file: a 4 KiB header and fixed 48-byte records (op, module, flags, thread id,
 file id, offset, length, start ns, duration ns) in a `MAP_SHARED` mapping. A record is reserved with an
 atomic add on the header's count and published by writing its op byte last, so a process killed by
 SIGTERM or SIGKILL leaves every completed record (a record in flight at the kill is skipped). The file

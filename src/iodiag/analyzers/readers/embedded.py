@@ -1,6 +1,6 @@
 """Read the embedded collector's traces into a ``JobProfile``.
 
-A job's trace folder holds one ``<pid>-<start_ns>.iot`` (fixed-size records,
+A job's trace folder holds one ``<host>-<pid>-<start_ns>.iot`` (fixed-size records,
 read with one ``np.fromfile``) and one ``.names`` file per process.  The
 result carries the same tables as a Darshan log with DXT: ``ops`` (one row
 per operation), ``counters["POSIX"]`` / ``counters["STDIO"]`` derived from

@@ -1,7 +1,7 @@
 """The embedded collector's trace format (mirrors ``iodiag_preload.c``).
 
-One process writes ``<pid>-<start_ns>.iot`` (a 4096-byte header followed by
-fixed 48-byte records) and ``<pid>-<start_ns>.names`` (``u64 id, u32 len,
+One process writes ``<host>-<pid>-<start_ns>.iot`` (a 4096-byte header followed by
+fixed 48-byte records) and ``<host>-<pid>-<start_ns>.names`` (``u64 id, u32 len,
 u32 pad, path bytes`` entries).  Everything here is NumPy dtypes and code
 tables, so a reader can ``np.fromfile`` a trace without a per-record loop.
 """

@@ -4,8 +4,8 @@
  * Every process that loads it (through LD_PRELOAD, inherited by fork, spawn,
  * forkserver, subprocess and Dask workers) writes one binary trace:
  *
- *   <IODIAG_TRACE_DIR>/<pid>-<start_ns>.iot    4096-byte header + fixed 48-byte records
- *   <IODIAG_TRACE_DIR>/<pid>-<start_ns>.names  (file id, path) pairs, appended once per path
+ *   <IODIAG_TRACE_DIR>/<host>-<pid>-<start_ns>.iot    4096-byte header + fixed 48-byte records
+ *   <IODIAG_TRACE_DIR>/<host>-<pid>-<start_ns>.names  (file id, path) pairs, appended once per path
  *
  * The .iot file is mmap'd MAP_SHARED: a record is in the page cache as soon
  * as it is written, so a process killed by SIGTERM or SIGKILL leaves every
@@ -276,8 +276,14 @@ static int start_trace(void) {
     if (!g_dir[0]) return 0;
     uint64_t t0 = now_ns();
     pid_t pid = raw_getpid();
+    char host[64] = {0};
+    read_small("/proc/sys/kernel/hostname", host, sizeof(host) - 1, NULL);
+    for (size_t i = 0; i < sizeof(host); i++)
+        if (host[i] == '\n' || host[i] == '/') host[i] = 0;
+    if (!host[0]) strcpy(host, "host");
+    /* one folder may collect traces of several nodes (a shared file system): the host is part of the name */
     char path[2200];
-    snprintf(path, sizeof(path), "%s/%d-%llu.iot", g_dir, (int)pid, (unsigned long long)t0);
+    snprintf(path, sizeof(path), "%s/%s-%d-%llu.iot", g_dir, host, (int)pid, (unsigned long long)t0);
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return 0;
     uint64_t init = g_cap < IOT_CHUNK ? g_cap : IOT_CHUNK;
@@ -296,11 +302,10 @@ static int start_trace(void) {
     h->start_ns = t0;
     h->exit_status = -1;
     syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", h->exe, sizeof(h->exe) - 1);
-    read_small("/proc/sys/kernel/hostname", h->host, sizeof(h->host) - 1, NULL);
-    for (size_t i = 0; i < sizeof(h->host); i++) if (h->host[i] == '\n') h->host[i] = 0;
+    memcpy(h->host, host, sizeof(h->host));
     read_small("/proc/self/cmdline", h->cmdline, sizeof(h->cmdline), &h->cmdline_len);
     char npath[2200];
-    snprintf(npath, sizeof(npath), "%s/%d-%llu.names", g_dir, (int)pid, (unsigned long long)t0);
+    snprintf(npath, sizeof(npath), "%s/%s-%d-%llu.names", g_dir, host, (int)pid, (unsigned long long)t0);
     g_fd_names = (int)syscall(SYS_openat, AT_FDCWD, npath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     g_fd_trace = fd;
     g_file_recs = init;

@@ -415,3 +415,32 @@ def test_folder_without_traces_is_an_empty_job_with_an_issue(tmp_path):
     assert prof.job.nprocs == 0 and len(prof.ops) == 0 and len(prof.processes) == 0
     assert [i.kind for i in prof.issues_seen] == ["missing-log"]
     assert prof.job.collector == "embedded"
+
+
+def test_dask_worker_processes_are_traced(tmp_path):
+    code = r"""
+    import os, sys
+    from dask.distributed import Client, LocalCluster
+    d = sys.argv[1]
+    def work(i):
+        with open(f"{d}/task{i}.bin", "wb") as f:
+            f.write(b"d" * 4096)
+        return os.getpid()
+    if __name__ == "__main__":
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, Client(cl) as c:
+            pids = set(c.gather(c.map(work, range(8))))
+            workers = set(c.run(os.getpid).values())
+        print(sorted(pids), sorted(workers))
+    """
+    proc, trace, out = run_traced(tmp_path, code)
+    line = proc.stdout.strip().splitlines()[-1]
+    task_pids = set(int(x) for x in line.split("] [")[0].strip("[]").split(", "))
+    worker_pids = set(int(x) for x in line.split("] [")[1].strip("[]").split(", "))
+    assert task_pids <= worker_pids and len(worker_pids) == 2
+    prof = load_traces(trace, job_id="dask")
+    traced = set(prof.processes["pid"].tolist())
+    assert task_pids <= traced  # the workers (spawned by nannies) left traces
+    for i in range(8):
+        w = ops_of(prof, str(out / f"task{i}.bin"), "write")
+        assert len(w) == 1 and w["length"][0] == 4096
+        assert int(prof.processes["pid"][w["proc"][0]]) in task_pids

@@ -38,6 +38,10 @@ BLIND_SPOTS = [
     "readdir is one record per directory listing (opendir..end), not one per getdents64 syscall",
     "file offsets of O_APPEND writes and fseek(SEEK_END) are unknown until the next seek",
     "fscanf byte counts",
+    "access()/faccessat existence checks, chmod/utime/truncate and other calls outside open/stat/read/write/seek/"
+    "fsync/readdir/mkdir/rename/unlink (Darshan does not count them either)",
+    "processes that make no traced call (they leave no trace file), children started without LD_PRELOAD "
+    "in their environment, and setuid programs",
     "MPI-IO, HDF5 and PnetCDF library-level modules (only POSIX and STDIO)",
 ]
 

@@ -12,6 +12,7 @@ import sys
 from ..errors import IodiagError
 from .app import app
 from . import report as _report  # noqa: F401  (registers commands)
+from . import workload as _workload, sweep as _sweep  # noqa: F401,E401  (registers commands)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -86,6 +86,16 @@ class Reader:
 
 
 @dataclass(frozen=True)
+class Site:
+    batch_logs: int = 256  # logs per Dask task (one forked reader streams them all)
+    in_flight_per_worker: int = 3  # tasks queued per worker; bounds driver memory
+    part_rows: int = 20000  # job rows buffered before a parquet part is written
+    # modules decoded for site features (no DXT/HEATMAP: counters are enough and 10x cheaper)
+    modules: tuple[str, ...] = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS", "LUSTRE")
+    top_n: int = 10  # rows in the report's top users / executables tables
+
+
+@dataclass(frozen=True)
 class Config:
     small_io: SmallIO = field(default_factory=SmallIO)
     metadata: Metadata = field(default_factory=Metadata)
@@ -95,6 +105,7 @@ class Config:
     severity: Severity = field(default_factory=Severity)
     report: Report = field(default_factory=Report)
     reader: Reader = field(default_factory=Reader)
+    site: Site = field(default_factory=Site)
 
 
 def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:

@@ -12,6 +12,7 @@ import sys
 from ..errors import IodiagError
 from .app import app
 from . import report as _report  # noqa: F401  (registers commands)
+from . import site as _site  # noqa: F401  (registers `iodiag site`)
 
 
 def main(argv: list[str] | None = None) -> None:

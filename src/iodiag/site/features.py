@@ -314,6 +314,8 @@ def job_meta(profile: JobProfile) -> dict[str, Any]:
     job = profile.job
     pt = profile.processes
     busy = np.clip(np.asarray(pt["end_s"], "f8") - np.asarray(pt["start_s"], "f8"), 0, None)
+    if len(job.logs) == 1 and job.runtime_s is not None and not job.runtime_derived:
+        busy = np.full(len(pt), float(job.runtime_s))  # the header's run time (Darshan rounds it up)
     return {
         "uid": job.uid if job.uid is not None else -1,
         "start_s": float(job.start_s) if job.start_s is not None else math.nan,

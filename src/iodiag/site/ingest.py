@@ -225,7 +225,7 @@ def _run_dask(batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummar
 
                 n = workers or os.cpu_count() or 1
                 own_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=logging.ERROR)
+                                           dashboard_address=":0", silence_logs=logging.ERROR)
                 client = own_client = Client(own_cluster)
         nworkers = max(len(client.scheduler_info().get("workers", {})), 1)
         summary.workers = nworkers

@@ -103,11 +103,19 @@ def _pos(a: np.ndarray) -> np.ndarray:
 
 
 class _Mod:
-    """Column sums of one module's counters table (0 when absent)."""
+    """Column sums of one module's counters table (0 when absent).
+
+    All columns are summed in one NumPy pass (negative values, Darshan's
+    'not measured', count as 0): far cheaper than one reduction per counter.
+    """
 
     def __init__(self, profile: JobProfile, name: str) -> None:
         self.t = profile.module(name)
         self._sums: dict[str, float] = {}
+        names = [n for n, a in self.t.items() if n.isupper() and a.dtype.kind in "iuf"] if self.t is not None else []
+        if names:
+            m = np.stack([self.t[n] for n in names], axis=1).astype("f8", copy=False)
+            self._sums = dict(zip(names, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
 
     def __bool__(self) -> bool:
         return self.t is not None
@@ -115,14 +123,8 @@ class _Mod:
     def s(self, *names: str) -> float:
         if self.t is None:
             return 0.0
-        total = 0.0
-        for n in names:
-            v = self._sums.get(n)
-            if v is None:
-                a = self.t.get(n)
-                v = self._sums[n] = float(a[a > 0].sum()) if a is not None else 0.0
-            total += v
-        return total
+        get = self._sums.get
+        return float(sum(get(n, 0.0) for n in names))
 
     def col(self, name: str) -> np.ndarray:
         if self.t is None or name not in self.t:

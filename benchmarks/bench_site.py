@@ -106,7 +106,9 @@ def main() -> int:
     for r in rows:
         lines.append(f"| {r['mode']} | {r['workers']} | {r['logs']} | {r['jobs']} | {r['errors']} | {r['wall_s']:.1f} | "
                      f"{r['logs_per_s']:.0f} | {r['logs_per_s_per_core']:.0f} | {r['cpu_s']:.1f} | {r['logs_per_cpu_s']:.0f} |")
-    lines += ["", f"Efficiency 1 -> 2 workers: {eff_wall:.2f} (wall-clock throughput ratio / 2); "
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    lines += ["", f"Peak RSS of the driver process (walk, scheduler, parquet writes) over all runs: {rss:.0f} MiB.", "",
+              f"Efficiency 1 -> 2 workers: {eff_wall:.2f} (wall-clock throughput ratio / 2); "
               f"{eff_cpu:.2f} (logs per CPU-second, 2 workers vs 1). Targets: >= 300 logs/s/core, efficiency >= 0.8."]
     text = "\n".join(lines) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)

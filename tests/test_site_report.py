@@ -12,7 +12,7 @@ import pytest
 
 from iodiag.analyzers import detectors
 from iodiag.findings import Finding
-from iodiag.site import ingest_archive, load_site
+from iodiag.site import feature_matrix, ingest_archive, load_site
 from iodiag.site.aggregate import site_report
 from iodiag.site.render import render_html, render_json, render_text
 
@@ -164,3 +164,20 @@ def test_report_on_empty_dataset(tmp_path):
     assert rep["overview"]["jobs"] == 0 and rep["errors"]["total"] == 1
     assert rep["prevalence"] == [] and rep["trends"]["rows"] == []
     assert "(no findings)" in render_text(rep)
+
+
+def test_feature_matrix_for_the_recommender(site):
+    from iodiag.findings import FINDING_IDS
+
+    m = feature_matrix(site)
+    programs = load_site(site)["programs"]
+    X, Y, keys = m["X"], m["Y"], m["keys"]
+    assert len(X) == len(Y) == len(keys) == len(programs)
+    assert list(Y.columns) == list(FINDING_IDS)
+    assert all(str(t) == "float64" for t in X.dtypes)
+    assert {"nprocs", "core_hours", "bytes_written", "posix_size_write_0_100", "lustre_stripe_size_median_bytes"} <= set(X.columns)
+    assert {"user", "exe", "program", "day"} <= set(keys.columns)
+    # the label column is the stored estimate: small-io where flagged, 0 elsewhere
+    flagged = programs["finding_small_io"].to_numpy()
+    assert (Y.loc[flagged, "small-io"] > 0).all() and (Y.loc[~flagged, "small-io"] == 0).all()
+    assert Y["metadata-storm"].isna().sum() == programs["finding_metadata_storm"].sum()

@@ -11,6 +11,6 @@ imported inside functions.
 from __future__ import annotations
 
 from .ingest import IngestSummary, ingest_archive
-from .store import load_site
+from .store import feature_matrix, load_site
 
-__all__ = ["IngestSummary", "ingest_archive", "load_site"]
+__all__ = ["IngestSummary", "feature_matrix", "ingest_archive", "load_site"]

@@ -14,7 +14,6 @@ changed directory only jobs with a new or rewritten log are read again.
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from dataclasses import dataclass, field
@@ -179,21 +178,27 @@ def ingest_archive(
             yield from todo
 
     sink = _Sink(store, summary, cfg.site.part_rows)
-    batches = _batches(units(), cfg.site.batch_logs)
-    first = next(batches, None)  # nothing new: do not start a cluster at all
-    batches = itertools.chain([first], batches) if first is not None else iter(())
-    if first is None:
-        pass
+    upper = sum(n for rel, _, n in listings if rel in changed)  # logs in changed directories
+
+    def make_batches(nworkers: int) -> Iterator[list[Unit]]:
+        # Each task forks one reader; in a big Dask worker a fork costs copy-on-write
+        # faults, so tasks are as large as load balance allows: about 4 per worker.
+        size = max(min(cfg.site.batch_logs, -(-upper // (4 * max(nworkers, 1)))), min(cfg.site.min_batch_logs, cfg.site.batch_logs), 1)
+        return _batches(units(), size)
+
+    if upper == 0:
+        for _ in units():  # nothing changed: count the skipped logs, start no cluster
+            pass
     elif client is None and scheduler is None and workers == 0:
         summary.workers = 0
-        for batch in batches:
+        for batch in make_batches(1):
             res = process_units(batch, config=cfg, run=store.run)
             summary.tasks += 1
             summary.logs_read += res["n_logs"]
             sink.add(res)
             emit("read", res["n_logs"])
     else:
-        _run_dask(batches, cfg, store.run, sink, summary, emit, client=client, scheduler=scheduler, workers=workers)
+        _run_dask(make_batches, cfg, store.run, sink, summary, emit, client=client, scheduler=scheduler, workers=workers)
     sink.flush()
     if day_rows:
         from .features import DAY_COLUMNS
@@ -205,7 +210,7 @@ def ingest_archive(
     return summary
 
 
-def _run_dask(batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummary, emit: Progress, *,
+def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummary, emit: Progress, *,
               client=None, scheduler=None, workers=None) -> None:
     try:
         from distributed import Client, LocalCluster, as_completed
@@ -246,7 +251,7 @@ def _run_dask(batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummar
             fut.release()
             emit("read", n)
 
-        for batch in batches:
+        for batch in make_batches(nworkers):
             while len(pending) >= limit:
                 collect(next(ac))
             fut = client.submit(process_units, batch, config=cfg, run=run, pure=False)

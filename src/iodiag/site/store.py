@@ -136,7 +136,8 @@ def load_site(path: str | os.PathLike, *, tables: Iterable[str] = ("jobs", "prog
     state = _read_state(p)
     out: dict[str, Any] = {"state": state}
     want = set(tables) | {"logs"}
-    frames = {t: _dataset(p, t).to_table().to_pandas() for t in want}
+    # programs are kept only for the newest row of their job, so jobs are always read with them
+    frames = {t: _dataset(p, t).to_table().to_pandas() for t in want | ({"jobs"} if "programs" in want else set())}
     jobs = frames.get("jobs")
     if jobs is not None and len(jobs):
         jobs = jobs.sort_values("run", kind="stable").drop_duplicates("job_key", keep="last")
@@ -163,3 +164,26 @@ def load_site(path: str | os.PathLike, *, tables: Iterable[str] = ("jobs", "prog
             er = er[keep].drop_duplicates(["path", "kind", "cause"]).reset_index(drop=True)
         out["errors"] = er
     return out
+
+
+def feature_matrix(path: str | os.PathLike, *, level: str = "programs") -> dict[str, Any]:
+    """The site table as a learning problem, for the recommender.
+
+    Returns ``keys`` (who/what/when), ``X`` (numeric features, units in the
+    names; booleans as 0/1) and ``Y`` (for every finding id of the vocabulary,
+    the estimated seconds it cost the job: 0 when absent, NaN when found
+    without an estimate), row-aligned.  ``level`` is "programs" (one row per
+    executable of a job, the natural unit for per-application defaults) or "jobs".
+    """
+    from .features import FEATURE_COLUMNS, KEY_COLUMNS, META_COLUMNS
+
+    if level not in ("programs", "jobs"):
+        raise UsageError(f"level {level!r}: expected 'programs' or 'jobs'")
+    frame = load_site(path, tables=(level,))[level]
+    keys = [c for c in (*KEY_COLUMNS, "program") if c in frame]
+    numeric_meta = [c for c, t in META_COLUMNS.items() if t in ("i8", "f8", "bool")]
+    xcols = numeric_meta + list(FEATURE_COLUMNS)
+    X = frame[xcols].astype("float64")
+    Y = frame[[c for c in frame.columns if c.startswith("finding_") and c.endswith("_cost_s")]].astype("float64")
+    Y.columns = [c[len("finding_"):-len("_cost_s")].replace("_", "-") for c in Y.columns]
+    return {"keys": frame[keys].reset_index(drop=True), "X": X.reset_index(drop=True), "Y": Y.reset_index(drop=True)}

@@ -12,6 +12,7 @@ The result is four small Arrow tables (jobs, programs, errors, logs).
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 from typing import Any, Sequence
@@ -63,17 +64,13 @@ def _day_from_start(start_s: float) -> str | None:
 
 
 def _row(unit: Unit, profile, findings, *, n_failed: int, run: int) -> dict[str, Any]:
-    from ..analyzers.load import parse_log_name
-
     job = profile.job
     row: dict[str, Any] = job_meta(profile)
     row.update(extract_features(profile))
     row.update(finding_columns(findings))
     day = unit.day or _day_from_start(row["start_s"])
+    # the user in the log name; else the uid in the header (obfuscated or renamed logs)
     user = unit.user or job.user or (str(job.uid) if job.uid is not None else "")
-    if not unit.job_id and not unit.user and job.logs:
-        parsed = parse_log_name(job.logs[0])
-        user = parsed.get("user") or user
     progs = [exe_name(p.exe) for p in job.programs]
     main = max(job.programs, key=lambda p: p.nprocs) if job.programs else None
     row.update({
@@ -90,17 +87,28 @@ def _row(unit: Unit, profile, findings, *, n_failed: int, run: int) -> dict[str,
 
 def process_units(units: Sequence[Unit], *, config: Config, run: int) -> dict[str, Any]:
     """Read, diagnose and featurize every job of the batch; never raises for a bad log."""
+    # The reader is a fork of this process.  In a Dask worker the heap is large
+    # (distributed, tornado, pandas...) and the child's garbage collector would
+    # walk, and so copy-on-write, all of it: freezing moves today's objects out
+    # of the collector's sight in parent and child alike (gc.freeze's purpose).
+    gc.freeze()
+    try:
+        return _process(units, config, run)
+    finally:
+        gc.unfreeze()
+
+
+def _process(units: Sequence[Unit], cfg: Config, run: int) -> dict[str, Any]:
     from ..analyzers.detectors import diagnose
     from ..analyzers.load import build_profile
     from ..analyzers.readers.isolate import read_logs
     from ..errors import NoUsableData
 
-    cfg = config
+    paths = [p for u in units for p in u.paths]
     jobs: list[dict[str, Any]] = []
     programs: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     logs: list[dict[str, Any]] = []
-    paths = [p for u in units for p in u.paths]
     stream = read_logs(paths, cfg.site.modules, names=True, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate)
 
     def error(unit: Unit, path: str, kind: str, cause: str, loaded: bool) -> None:

@@ -43,10 +43,17 @@ def many_opens(profile, cfg):
     return [Finding(id="metadata-storm", severity="low", title="opens", evidence={}, recommendation="fewer files")]
 
 
+def overclaiming_stdio(profile, cfg):
+    """A detector that over-estimates (1e6 s): the report must cap a job's cost at its I/O time."""
+    if profile.module("STDIO") is None or profile.module("POSIX") is None:
+        return []
+    return [Finding(id="stdio-heavy", severity="low", title="stdio", evidence={}, recommendation="-", est_cost_s=1e6)]
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     mp = pytest.MonkeyPatch()
-    mp.setattr(detectors, "DETECTORS", [small_ops, many_opens])
+    mp.setattr(detectors, "DETECTORS", [small_ops, many_opens, overclaiming_stdio])
     out = tmp_path_factory.mktemp("rep") / "site.parquet"
     try:
         ingest_archive(CORPUS, out, workers=0)  # in-process, so the test detectors are the ones that run
@@ -71,7 +78,7 @@ def test_findings_are_stored_per_job(site):
     assert len(ms) >= 1 and ms["finding_metadata_storm_cost_s"].isna().all()
     assert (jobs.loc[~jobs["finding_metadata_storm"], "finding_metadata_storm_cost_s"] == 0).all()
     for _, r in jobs.iterrows():
-        wide = [f for f in ("small-io", "metadata-storm") if r[f"finding_{f.replace('-', '_')}"]]
+        wide = [f for f in ("small-io", "metadata-storm", "stdio-heavy") if r[f"finding_{f.replace('-', '_')}"]]
         assert sorted(r["finding_ids"]) == sorted(wide)
         assert r["n_findings"] == len(r["finding_ids"])
 
@@ -80,7 +87,7 @@ def test_prevalence_weighting(site):
     jobs = load_site(site)["jobs"]
     rep = site_report(site)
     prev = {p["finding"]: p for p in rep["prevalence"]}
-    assert set(prev) == {"small-io", "metadata-storm"}
+    assert set(prev) == {"small-io", "metadata-storm", "stdio-heavy"}
     for fid, col in (("small-io", "finding_small_io"), ("metadata-storm", "finding_metadata_storm")):
         f = jobs[jobs[col]]
         p = prev[fid]
@@ -107,11 +114,19 @@ def test_top_users_and_executables(site):
         aff = mine[mine["n_findings"] > 0]
         assert u["jobs"] == len(mine) and u["jobs_affected"] == len(aff)
         assert u["affected_io_time_s"] == pytest.approx(aff["io_time_s"].sum())
-        assert u["est_cost_s"] == pytest.approx(aff["finding_small_io_cost_s"].sum()) or u["est_cost_s"] is None
+        # a job's cost is the sum of its findings' estimates, capped at its I/O time
+        capped = np.minimum(aff["finding_small_io_cost_s"] + aff["finding_stdio_heavy_cost_s"], aff["io_time_s"])
+        assert u["est_cost_s"] == pytest.approx(capped.sum())
+        assert u["est_cost_s"] <= u["affected_io_time_s"] * (1 + 1e-9)
     costs = [u["est_cost_s"] or 0.0 for u in users]
     assert costs == sorted(costs, reverse=True)
     exes = {e["exe"] for e in rep["top_executables"]}
     assert exes and exes <= set(programs["program"])
+    # multi-program jobs: each executable is credited with its own program's numbers
+    for e in rep["top_executables"]:
+        mine = programs[(programs["program"] == e["exe"]) & (programs["n_findings"] > 0)]
+        assert e["affected_core_hours"] == pytest.approx(mine["core_hours"].sum())
+        assert e["affected_io_time_s"] == pytest.approx(mine["io_time_s"].sum())
 
 
 def test_distributions_and_trends_add_up(site):

@@ -56,9 +56,9 @@ def finding_long(jobs) -> "Any":
     base["finding"] = [x for v in ids for x in v]
     base["severity"] = [x for v in jobs["finding_severities"] for x in (list(v) if v is not None else [])]
     base["cost_s"] = [x for v in jobs["finding_costs_s"] for x in (list(v) if v is not None else [])]
-    # a job with the same finding twice (several files) counts once per job
-    agg = base.groupby(["job_key", "finding"], sort=False).agg(
-        user=("user", "first"), exe=("exe", "first"), severity=("severity", "first"), cost_s=("cost_s", lambda s: s.sum(min_count=1)),
+    # a job (or program: exe) with the same finding twice (several files) counts once
+    agg = base.groupby(["job_key", "exe", "finding"], sort=False).agg(
+        user=("user", "first"), severity=("severity", "first"), cost_s=("cost_s", lambda s: s.sum(min_count=1)),
         core_hours=("core_hours", "first"), io_time_s=("io_time_s", "first"), month=("month", "first"),
     )
     return agg.reset_index()
@@ -90,11 +90,14 @@ def _top(frame, long, key: str, n: int) -> list[dict[str, Any]]:
         return []
     allj = frame.groupby(key).agg(jobs=("job_key", "nunique"), core_hours=("core_hours", "sum"), io_time_s=("io_time_s", "sum"))
     if len(long):
-        aff = long.groupby(key).agg(
-            jobs_affected=("job_key", "nunique"), est_cost_s=("cost_s", lambda s: s.sum(min_count=1)),
-        )
-        # I/O time of affected jobs, each job once
-        per_job = long.drop_duplicates("job_key")
+        aff = long.groupby(key).agg(jobs_affected=("job_key", "nunique"))
+        # findings of one job can overlap (small and random ops are the same seconds):
+        # a job's estimated cost is the sum of its findings' costs, capped at its I/O time
+        per = long.groupby(["job_key", key]).agg(cost=("cost_s", lambda s: s.sum(min_count=1)), io=("io_time_s", "first"))
+        per["cost"] = per["cost"].clip(upper=per["io"])
+        aff["est_cost_s"] = per.groupby(level=1)["cost"].sum(min_count=1)
+        # I/O time of affected jobs (programs), each once per group
+        per_job = long.drop_duplicates(["job_key", key])
         aff["affected_io_time_s"] = per_job.groupby(key)["io_time_s"].sum()
         aff["affected_core_hours"] = per_job.groupby(key)["core_hours"].sum()
         aff["findings"] = long.groupby(key)["finding"].agg(lambda s: s.value_counts().to_dict())

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 
 def _num(x: Any, unit: str = "") -> str:
-    if x is None:
+    if x is None or x != x:  # None or NaN
         return "-"
     x = float(x)
     for div, suf in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -18,7 +18,7 @@ def _num(x: Any, unit: str = "") -> str:
 
 
 def _bytes(x: Any) -> str:
-    if x is None:
+    if x is None or x != x:
         return "-"
     x = float(x)
     for div, suf in ((1 << 50, "PiB"), (1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
@@ -32,7 +32,7 @@ def _pct(x: Any) -> str:
 
 
 def _hours(s: Any) -> str:
-    return "-" if s is None else _num(float(s) / 3600.0, " h")
+    return "-" if s is None or s != s else _num(float(s) / 3600.0, " h")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] | None = None) -> list[str]:

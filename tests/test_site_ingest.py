@@ -223,3 +223,16 @@ def test_cli_ingest_and_report(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
     r = _cli("site", "ingest", str(tmp_path / "nowhere"), "--out", str(out))
     assert r.returncode == 3 and "nowhere" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_ingest_on_a_running_scheduler(tmp_path, cluster):
+    """--scheduler ADDRESS: the CLI submits to an existing cluster (as with dask-jobqueue)."""
+    import json
+
+    address = cluster.scheduler_info()["address"]
+    out = tmp_path / "site.parquet"
+    r = _cli("site", "ingest", str(PYTOKIO), "--out", str(out), "--scheduler", address, "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["workers"] == 2 and s["logs_read"] == 4 and s["jobs"] == 1
+    assert len(load_site(out)["programs"]) == 2

@@ -81,9 +81,11 @@ def ingest_cmd(
         print(json.dumps(d, indent=2))
         return
     rate = f", {d['logs_per_s']:.0f} logs/s" if d["logs_per_s"] else ""
+    n = d["workers"]
+    where = "in this process" if n == 0 else f"on {n} Dask worker{'s' if n != 1 else ''}"
     print(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
           f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
-          f"in {d['seconds']:.1f} s on {d['workers']} workers{rate}")
+          f"in {d['seconds']:.1f} s {where}{rate}")
     if d["errors"]:
         print(f"damaged logs are listed in the report: iodiag site report {out}")
 

@@ -95,6 +95,10 @@ def test_corpus_groups_jobs_and_programs(corpus_site):
     # vpicio writes, dbscan reads the same HDF5 file on Lustre
     assert progs.loc["vpicio_uni", "bytes_written"] > 1e9 and progs.loc["dbscan_read", "bytes_read"] > 1e9
     assert j["fs_type_main"] == "lustre" and j["lustre_files"] >= 1
+    assert j["lustre_stripe_count_median"] == 24 and j["lustre_stripe_size_median_bytes"] == 1 << 20
+    # h5py dataset of 100,000 float64 in chunks of 1,000 elements: 8,000-byte chunks (MANIFEST note)
+    h5 = jobs[jobs["dir"] == "generated/h5py-chunked-read-hdf5mod"].iloc[0]
+    assert h5["uses_hdf5"] and h5["h5d_chunk_bytes_median"] == 8000
 
 
 def test_features_match_pydarshan(corpus_site):

@@ -3,8 +3,6 @@ op sizes, files per job, trends; every figure checked against the job table it c
 
 from __future__ import annotations
 
-import math
-import shutil
 from pathlib import Path
 
 import numpy as np

@@ -149,7 +149,7 @@ def _common_access(px: _Mod) -> float:
     return float(u[int(np.argmax(w))])
 
 
-def _h5_chunk_bytes(profile: JobProfile, h5d: _Mod) -> float:
+def _h5_chunk_bytes(h5d: _Mod) -> float:
     if not h5d or "H5D_DATATYPE_SIZE" not in h5d.t:
         return math.nan
     t = h5d.t
@@ -228,7 +228,7 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["h5f_opens"] = h5f.s("H5F_OPENS")
     f["h5d_reads"], f["h5d_writes"] = h5d.s("H5D_READS"), h5d.s("H5D_WRITES")
     f["h5d_bytes_read"], f["h5d_bytes_written"] = h5d.s("H5D_BYTES_READ"), h5d.s("H5D_BYTES_WRITTEN")
-    f["h5d_chunk_bytes_median"] = _h5_chunk_bytes(profile, h5d)
+    f["h5d_chunk_bytes_median"] = _h5_chunk_bytes(h5d)
     f["pnetcdf_files"] = float(len(np.unique(pnc.t["file_id"]))) if pnc else 0.0
     f["uses_mpiio"], f["uses_stdio"] = bool(mp), bool(st)
     f["uses_hdf5"], f["uses_pnetcdf"] = bool(h5f or h5d), bool(pnc)

@@ -52,7 +52,7 @@ class IngestSummary:
         return d
 
 
-def _plan(store: SiteStore, archive: str, listings: list[tuple[str, str, int]]):
+def _plan(store: SiteStore, listings: list[tuple[str, str, int]]):
     """Which directories need reading, and which of their logs are already known."""
     sigs = store.dir_signatures()
     changed = [rel for rel, sig, _ in listings if sigs.get(rel) != sig]
@@ -159,7 +159,7 @@ def ingest_archive(
     listings = [(d.rel, d.signature, len(d.entries)) for d in iter_dirs(archive)]
     summary.logs_total = sum(n for _, _, n in listings)
     emit("total", summary.logs_total)
-    changed, known = _plan(store, archive, listings)
+    changed, known = _plan(store, listings)
     summary.dirs_changed = sorted(changed)
     day_rows = []
 

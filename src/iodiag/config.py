@@ -104,7 +104,12 @@ class Site:
     part_rows: int = 20000  # job rows buffered before a parquet part is written
     # modules decoded for site features (no DXT/HEATMAP: counters are enough and 10x cheaper)
     modules: tuple[str, ...] = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS", "LUSTRE")
-    top_n: int = 10  # rows in the report's top users / executables tables
+
+
+@dataclass(frozen=True)
+class Sweep:
+    max_runs: int = 64  # a grid with more runs needs --yes
+    submit_timeout_s: float = 60.0  # per sbatch/bsub/qsub call
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ class Config:
     report: Report = field(default_factory=Report)
     reader: Reader = field(default_factory=Reader)
     site: Site = field(default_factory=Site)
+    sweep: Sweep = field(default_factory=Sweep)
 
 
 def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:

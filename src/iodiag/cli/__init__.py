@@ -12,12 +12,9 @@ import sys
 from ..errors import IodiagError
 from .app import app
 from . import report as _report  # noqa: F401  (registers commands)
-<<<<<<< HEAD
-from . import site as _site  # noqa: F401  (registers `iodiag site`)
-=======
 from . import workload as _workload, sweep as _sweep  # noqa: F401,E401  (registers commands)
 from . import compare as _compare  # noqa: F401
->>>>>>> main
+from . import site as _site  # noqa: F401  (registers `iodiag site`)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -70,6 +70,13 @@ class Table:
             cols[name] = arr
         self._cols = cols
 
+    @classmethod
+    def _trusted(cls, cols: dict[str, np.ndarray]) -> "Table":
+        """A table over columns already known to be equal-length 1-D arrays (no checks, no copy)."""
+        t = cls.__new__(cls)
+        t._cols = cols
+        return t
+
     # -- access ---------------------------------------------------------
     @property
     def columns(self) -> list[str]:
@@ -97,10 +104,16 @@ class Table:
 
     # -- derivation -----------------------------------------------------
     def filter(self, mask: np.ndarray) -> "Table":
-        return Table({k: v[mask] for k, v in self._cols.items()})
+        mask = np.asarray(mask)
+        if mask.ndim != 1:
+            raise ValueError("a filter mask must be one-dimensional")
+        return Table._trusted({k: v[mask] for k, v in self._cols.items()})
 
     def take(self, index: np.ndarray) -> "Table":
-        return Table({k: v[index] for k, v in self._cols.items()})
+        index = np.asarray(index)
+        if index.ndim != 1:
+            raise ValueError("a take index must be one-dimensional")
+        return Table._trusted({k: v[index] for k, v in self._cols.items()})
 
     def with_columns(self, **columns: Any) -> "Table":
         merged = dict(self._cols)
@@ -121,14 +134,17 @@ class Table:
 
     @staticmethod
     def concat(tables: Iterable["Table"]) -> "Table":
-        tables = [t for t in tables if t is not None and len(t.columns)]
+        tables = [t for t in tables if t is not None and t._cols]
         if not tables:
             return Table()
-        names: list[str] = []
+        if len(tables) == 1:
+            return Table._trusted(dict(tables[0]._cols))
+        first = tables[0]._cols
+        if all(t._cols.keys() == first.keys() for t in tables[1:]):  # same columns everywhere: no filling
+            return Table._trusted({name: np.concatenate([t._cols[name] for t in tables]) for name in first})
+        names: dict[str, None] = {}
         for t in tables:
-            for c in t.columns:
-                if c not in names:
-                    names.append(c)
+            names.update(dict.fromkeys(t._cols))
         out = {}
         for name in names:
             parts = []
@@ -245,5 +261,10 @@ class JobProfile:
         return t if t is not None and len(t) else None
 
     def path_of(self) -> dict[int, str]:
-        """file_id -> path."""
-        return dict(zip(self.files["file_id"].tolist(), self.files["path"].tolist()))
+        """file_id -> path (built once per files table; treat it as read-only)."""
+        cached = self.__dict__.get("_path_of")
+        if cached is not None and cached[0] is self.files:
+            return cached[1]
+        paths = dict(zip(self.files["file_id"].tolist(), self.files["path"].tolist()))
+        self.__dict__["_path_of"] = (self.files, paths)
+        return paths

@@ -126,7 +126,7 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
             hint="check the file is a complete Darshan log (darshan-parser FILE); logs of killed processes may be empty",
         )
 
-    proc_cols: dict[str, list] = {k: [] for k in ("proc", "log", "rank", "pid", "host", "exe", "log_path", "start_s", "end_s", "partial")}
+    proc_cols: dict[str, list[np.ndarray]] = {k: [] for k in ("proc", "log", "rank", "pid", "host", "exe", "log_path", "start_s", "end_s", "partial")}
     counters: dict[str, list[dict[str, np.ndarray]]] = {}
     ops_parts: list[dict[str, np.ndarray]] = []
     heat_parts: list[dict[str, np.ndarray]] = []
@@ -205,16 +205,19 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
                         hosts[rk] = host
         if nprocs == 1 and not hosts[0]:
             hosts[0] = h["metadata"].get("hostname", "")
-        proc_cols["proc"].extend(range(proc_offset, proc_offset + nprocs))
-        proc_cols["log"].extend([li] * nprocs)
-        proc_cols["rank"].extend(range(nprocs))
-        proc_cols["pid"].extend([pid] * nprocs if nprocs == 1 else [-1] * nprocs)
-        proc_cols["host"].extend(hosts)
-        proc_cols["exe"].extend([exe] * nprocs)
-        proc_cols["log_path"].extend([r.path] * nprocs)
-        proc_cols["start_s"].extend([start] * nprocs)
-        proc_cols["end_s"].extend([end] * nprocs)
-        proc_cols["partial"].extend([log_partial] * nprocs)
+        rank_ids = np.arange(nprocs, dtype="i8")
+        proc_cols["proc"].append(rank_ids + proc_offset)
+        proc_cols["log"].append(np.full(nprocs, li, "i8"))
+        proc_cols["rank"].append(rank_ids)
+        proc_cols["pid"].append(np.full(nprocs, pid if nprocs == 1 else -1, "i8"))
+        host_col = np.empty(nprocs, dtype=object)
+        host_col[:] = hosts
+        proc_cols["host"].append(host_col)
+        proc_cols["exe"].append(np.full(nprocs, exe, dtype=object))
+        proc_cols["log_path"].append(np.full(nprocs, r.path, dtype=object))
+        proc_cols["start_s"].append(np.full(nprocs, start, "f8"))
+        proc_cols["end_s"].append(np.full(nprocs, end, "f8"))
+        proc_cols["partial"].append(np.full(nprocs, log_partial, "?"))
 
         def to_proc(ranks: np.ndarray) -> np.ndarray:
             return np.where((ranks >= 0) & (ranks < nprocs), ranks + proc_offset, -1)
@@ -226,10 +229,8 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
             cols = {"log": np.full(len(rec["file_id"]), li, "i8"), "proc": to_proc(rec["rank"]), "rank": rec["rank"], "file_id": rec["file_id"]}
             if "file_rec_id" in rec:
                 cols["file_rec_id"] = rec["file_rec_id"]
-            for j, n in enumerate(rec["counter_names"]):
-                cols[n] = rec["counters"][:, j]
-            for j, n in enumerate(rec["fcounter_names"]):
-                cols[n] = rec["fcounters"][:, j]
+            cols.update(zip(rec["counter_names"], rec["counters"].T))
+            cols.update(zip(rec["fcounter_names"], rec["fcounters"].T))
             counters.setdefault(mod, []).append(cols)
         lus = d["mods"].get("LUSTRE")
         if lus is not None:
@@ -268,19 +269,15 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
         proc_offset += nprocs
 
     # files table: every id seen in a counters/ops table, with its path and file system
-    ids: set[int] = set()
-    for parts in counters.values():
-        for c in parts:
-            ids.update(c["file_id"].tolist())
-    for part in ops_parts:
-        ids.update(np.unique(part["file_id"]).tolist())
+    id_parts = [c["file_id"] for parts in counters.values() for c in parts] + [p["file_id"] for p in ops_parts]
+    fid_arr = np.unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
     lookup = _fs_lookup(mounts)
-    fid = sorted(ids)
-    paths = [names.get(i, f"<unnamed {i:016x}>") for i in fid]
+    fid = fid_arr.tolist()
+    paths = [names[i] if i in names else f"<unnamed {i:016x}>" for i in fid]
     mnt = [lookup(p) for p in paths]
-    files = Table({
-        "file_id": np.asarray(fid, dtype="u8"), "path": np.asarray(paths, dtype=object),
-        "mount": np.asarray([m[0] for m in mnt], dtype=object), "fs_type": np.asarray([m[1] for m in mnt], dtype=object),
+    files = Table._trusted({
+        "file_id": fid_arr, "path": _objects(paths),
+        "mount": _objects([m[0] for m in mnt]), "fs_type": _objects([m[1] for m in mnt]),
     })
 
     first = good[0].data["header"]
@@ -314,14 +311,22 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
     )
     prof = JobProfile(
         job=job,
-        processes=Table({k: np.asarray(v, dtype=object if k in ("host", "exe", "log_path") else None) for k, v in proc_cols.items()}),
+        processes=Table._trusted({k: np.concatenate(v) if len(v) > 1 else v[0] for k, v in proc_cols.items()}),
         files=files,
-        counters={m: Table.concat(Table(c) for c in parts) for m, parts in counters.items()},
+        counters={m: Table._trusted(parts[0]) if len(parts) == 1 else Table.concat(Table._trusted(c) for c in parts)
+                  for m, parts in counters.items()},
         ops=_concat_sorted(ops_parts),
         heatmap=Table.concat(Table(h) for h in heat_parts) if heat_parts else empty_table("heatmap"),
         issues_seen=issues,
     )
     return prof
+
+
+def _objects(values: list) -> np.ndarray:
+    """A 1-D object array of the values (np.asarray would make a 2-D array of tuples or a str dtype)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def _concat_sorted(parts: list[dict[str, np.ndarray]]) -> Table:

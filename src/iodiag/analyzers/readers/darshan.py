@@ -74,12 +74,42 @@ def _iter_raw(handle, idx: int, size_fn, losses: list, mod: str, limit: int | No
             return
 
 
-def _read_generic(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
-    ffi, _ = lib()
-    dt = _record_dtype(mod)
+def _read_fixed(handle, idx: int, mod: str, losses: list, dt: np.dtype) -> np.ndarray:
+    """Every record of a fixed-size module, decoded by darshan-util straight into one NumPy buffer.
+
+    darshan-util writes a record into the buffer it is given (it only allocates when
+    handed NULL), so records land side by side in a growing array: no allocation,
+    copy or Python object per record.
+    """
+    ffi, L = lib()
     size = dt.itemsize
-    chunks = [bytes(ffi.buffer(p, size)) for p in _iter_raw(handle, idx, None, losses, mod)]
-    arr = np.frombuffer(b"".join(chunks), dtype=dt)
+    get = L.darshan_log_get_record
+    cap = 16
+    arr = np.empty(cap * size, dtype=np.uint8)
+    base = ffi.cast("char *", ffi.from_buffer(arr))
+    buf = ffi.new("void **")
+    n = 0
+    while True:
+        if n == cap:
+            cap *= 4
+            grown = np.empty(cap * size, dtype=np.uint8)
+            grown[: n * size] = arr[: n * size]
+            arr = grown
+            base = ffi.cast("char *", ffi.from_buffer(arr))
+        buf[0] = base + n * size
+        r = get(handle, idx, buf)
+        if r < 0:
+            losses.append((mod, "darshan-util could not decode a record (log damaged or truncated); later records of this module are lost"))
+            break
+        if r == 0:
+            break
+        n += 1
+    return np.frombuffer(arr, dtype=dt, count=n)
+
+
+def _read_generic(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
+    dt = _record_dtype(mod)
+    arr = _read_fixed(handle, idx, mod, losses, dt)
     out = {
         "file_id": np.ascontiguousarray(arr["id"]),
         "rank": np.ascontiguousarray(arr["rank"]),
@@ -98,25 +128,28 @@ def _read_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
     names = counter_names("LUSTRE_COMP")
     si, sc = names.index("LUSTRE_COMP_STRIPE_SIZE"), names.index("LUSTRE_COMP_STRIPE_COUNT")
     ids, ranks, ssize, scount, osts = [], [], [], [], []
+    cast, unpack = ffi.cast, ffi.unpack
     for p in _iter_raw(handle, idx, None, losses, "LUSTRE"):
-        rec = ffi.cast("struct darshan_lustre_record *", p)
+        rec = cast("struct darshan_lustre_record *", p)
         ncomp = int(rec.num_comps)
-        ost_ptr = ffi.cast("int64_t *", rec.ost_ids)
         first_size = first_count = 0
-        all_osts: list[int] = []
-        pos = 0
-        for c in range(ncomp):
-            cnt = np.frombuffer(ffi.buffer(rec.comps[c].counters), dtype="<i8")
-            if c == 0:
-                first_size, first_count = int(cnt[si]), int(cnt[sc])
-            k = max(int(cnt[sc]), 0)
-            all_osts.extend(ffi.unpack(ost_ptr + pos, k) if k else [])
-            pos += k
-        ids.append(int(rec.base_rec.id))
-        ranks.append(int(rec.base_rec.rank))
+        ost_str = ""
+        if ncomp > 0:
+            comps = rec.comps
+            first = comps[0].counters
+            first_size, first_count = int(first[si]), int(first[sc])
+            # each component's OST ids follow the previous one's: together, the first sum(counts) ids
+            total = max(first_count, 0)
+            for c in range(1, ncomp):
+                total += max(int(comps[c].counters[sc]), 0)
+            if total:
+                ost_str = ",".join(map(str, unpack(cast("int64_t *", rec.ost_ids), total)))
+        base = rec.base_rec
+        ids.append(int(base.id))
+        ranks.append(int(base.rank))
         ssize.append(first_size)
         scount.append(first_count)
-        osts.append(",".join(str(o) for o in all_osts))
+        osts.append(ost_str)
     return {
         "file_id": np.asarray(ids, dtype="u8"), "rank": np.asarray(ranks, dtype="i8"),
         "stripe_size": np.asarray(ssize, dtype="i8"), "stripe_count": np.asarray(scount, dtype="i8"),
@@ -225,11 +258,15 @@ def _names(handle) -> dict[int, str]:
     cnt = ffi.new("int *")
     L.darshan_log_get_name_records(handle, nrecs, cnt)
     out = {}
-    for i in range(cnt[0]):
-        out[int(nrecs[0][i].id)] = ffi.string(nrecs[0][i].name).decode("utf-8", "replace")
-        L.darshan_free(nrecs[0][i].name)
-    if cnt[0]:
-        L.darshan_free(nrecs[0])
+    n = cnt[0]
+    if n:
+        recs, string, free = nrecs[0], ffi.string, L.darshan_free
+        for i in range(n):
+            rec = recs[i]
+            name = rec.name
+            out[int(rec.id)] = string(name).decode("utf-8", "replace")
+            free(name)
+        free(recs)
     return out
 
 

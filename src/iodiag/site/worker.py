@@ -87,10 +87,9 @@ def _row(unit: Unit, profile, findings, *, n_failed: int, run: int) -> dict[str,
 
 def process_units(units: Sequence[Unit], *, config: Config, run: int) -> dict[str, Any]:
     """Read, diagnose and featurize every job of the batch; never raises for a bad log."""
-    # The reader is a fork of this process.  In a Dask worker the heap is large
-    # (distributed, tornado, pandas...) and the child's garbage collector would
-    # walk, and so copy-on-write, all of it: freezing moves today's objects out
-    # of the collector's sight in parent and child alike (gc.freeze's purpose).
+    # In a Dask worker the heap is large (distributed, tornado, pandas...):
+    # freezing moves today's objects out of the garbage collector's sight, so
+    # the collections that the many small per-log objects trigger stay cheap.
     gc.freeze()
     try:
         return _process(units, config, run)
@@ -101,7 +100,7 @@ def process_units(units: Sequence[Unit], *, config: Config, run: int) -> dict[st
 def _process(units: Sequence[Unit], cfg: Config, run: int) -> dict[str, Any]:
     from ..analyzers.detectors import diagnose
     from ..analyzers.load import build_profile
-    from ..analyzers.readers.isolate import read_logs
+    from ..analyzers.readers.isolate import read_logs_served
     from ..errors import NoUsableData
 
     paths = [p for u in units for p in u.paths]
@@ -109,7 +108,8 @@ def _process(units: Sequence[Unit], cfg: Config, run: int) -> dict[str, Any]:
     programs: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     logs: list[dict[str, Any]] = []
-    stream = read_logs(paths, cfg.site.modules, names=True, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate)
+    # one long-lived reader process per worker thread (exec'd, not forked from this large process)
+    stream = read_logs_served(paths, cfg.site.modules, names=True, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate)
 
     def error(unit: Unit, path: str, kind: str, cause: str, loaded: bool) -> None:
         errors.append({"job_key": unit.job_key, "dir": unit.dir, "day": unit.day, "path": path,

@@ -333,7 +333,10 @@ def _concat_sorted(parts: list[dict[str, np.ndarray]]) -> Table:
     if not parts:
         return empty_table("ops")
     t = Table.concat(Table(p) for p in parts)
-    order = np.argsort(t["start_s"], kind="stable")
+    st = t["start_s"]
+    if len(st) < 2 or bool(np.all(st[1:] >= st[:-1])):  # already in time order (DXT usually is): a stable sort keeps it
+        return t
+    order = np.argsort(st, kind="stable")
     return t.take(order)
 
 

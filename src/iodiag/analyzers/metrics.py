@@ -67,6 +67,24 @@ def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:
     return np.where(a > 0, a, 0).astype(dtype, copy=False)
 
 
+def _level_cols(t: Table, mod: str) -> dict[str, np.ndarray]:
+    """``col`` for every POSIX-level name of a module, in one NumPy pass per dtype (same values)."""
+    out: dict[str, np.ndarray] = {}
+    n = len(t)
+    for dtype, floats in (("i8", False), ("f8", True)):
+        keys = [k for k in _LEVEL[mod] if (k in _FLOAT) == floats]
+        present = [(k, t[_LEVEL[mod][k]]) for k in keys if _LEVEL[mod][k] is not None and _LEVEL[mod][k] in t]
+        if present and len({a.dtype for _, a in present}) == 1:
+            m = np.stack([a for _, a in present])
+            m = np.where(m > 0, m, 0).astype(dtype, copy=False)
+            got = dict(zip((k for k, _ in present), m))
+        else:
+            got = {k: col(t, _LEVEL[mod][k], dtype) for k, _ in present}
+        for k in keys:
+            out[k] = got[k] if k in got else np.zeros(n, dtype=dtype)
+    return {k: out[k] for k in _LEVEL[mod]}
+
+
 def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO")) -> Table:
     """POSIX-level counter rows of several modules in one table with common names."""
     parts = []
@@ -77,9 +95,8 @@ def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO"
         cols = {"proc": t["proc"], "rank": t["rank"], "file_id": t["file_id"],
                 "log": t["log"] if "log" in t else np.zeros(len(t), "i8"),
                 "module": np.full(len(t), mod, dtype=object)}
-        for key, name in _LEVEL[mod].items():
-            cols[key] = col(t, name, "f8" if key in _FLOAT else "i8")
-        parts.append(Table(cols))
+        cols.update(_level_cols(t, mod))
+        parts.append(Table._trusted(cols))
     if not parts:
         z = np.zeros(0)
         return Table({"proc": z.astype("i8"), "rank": z.astype("i8"), "file_id": z.astype("u8"), "log": z.astype("i8"),
@@ -269,9 +286,31 @@ def posix_rw_sorted(profile: JobProfile) -> Table:
     m = metrics_of(profile)
     if m.rw_sorted is None:
         o = profile.ops
-        t = o.filter((o["op"] <= OP["write"]) & (o["module"] == 0)) if len(o) else o
-        m.rw_sorted = t.take(np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"]))) if len(t) else t
+        if len(o):
+            keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
+            t = o if keep.all() else o.filter(keep)
+        else:
+            t = o
+        m.rw_sorted = t if _lex_sorted(t) else t.take(np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"])))
     return m.rw_sorted
+
+
+def _lex_sorted(t: Table) -> bool:
+    """Whether rows already run in (proc, file_id, op, start_s) order, so that the stable lexsort is the identity."""
+    if len(t) < 2:
+        return True
+    keys = [t["proc"], t["file_id"], t["op"], t["start_s"]]
+    undecided = np.ones(len(t) - 1, bool)  # pairs equal on every key so far
+    for k, a in enumerate(keys):
+        lo, hi = a[:-1], a[1:]
+        if k == len(keys) - 1:
+            return bool(np.all(hi[undecided] >= lo[undecided]))
+        if np.any(hi[undecided] < lo[undecided]):
+            return False
+        undecided &= hi == lo
+        if not undecided.any():
+            return True
+    return True
 
 
 def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:

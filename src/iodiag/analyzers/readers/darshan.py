@@ -160,36 +160,47 @@ def _read_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
 def _read_dxt(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
     ffi, _ = lib()
     hdr = ffi.sizeof("struct dxt_file_record")
-    seg = ffi.sizeof("struct segment_info")
-    ids, ranks, hosts, wcounts, rcounts, blobs = [], [], [], [], [], []
+    seg = ffi.sizeof("struct segment_info")  # offset, length (int64), start, end (double)
+    ids, ranks, hosts, wcounts, rcounts = [], [], [], [], []
+    cap, used = 1024, 0  # segments
+    raw = np.empty((cap, 4), dtype="<i8")
+    cast, memmove, string = ffi.cast, ffi.memmove, ffi.string
     for p in _iter_raw(handle, idx, None, losses, mod):
-        rec = ffi.cast("struct dxt_file_record *", p)
+        rec = cast("struct dxt_file_record *", p)
         w, r = int(rec.write_count), int(rec.read_count)
         ids.append(int(rec.base_rec.id))
         ranks.append(int(rec.base_rec.rank))
-        hosts.append(ffi.string(rec.hostname).decode("utf-8", "replace"))
+        hosts.append(string(rec.hostname).decode("utf-8", "replace"))
         wcounts.append(w)
         rcounts.append(r)
-        if w + r:
-            blobs.append(bytes(ffi.buffer(ffi.cast("char *", p) + hdr, (w + r) * seg)))
-    segdt = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
-    segs = np.frombuffer(b"".join(blobs), dtype=segdt)
+        k = w + r
+        if k:
+            if used + k > cap:
+                while used + k > cap:
+                    cap *= 2
+                grown = np.empty((cap, 4), dtype="<i8")
+                grown[:used] = raw[:used]
+                raw = grown
+            # the record's segments, copied once, straight into place
+            memmove(ffi.from_buffer(raw[used:used + k]), cast("char *", p) + hdr, k * seg)
+            used += k
+    cols = raw[:used].T.copy()  # one pass: each field becomes a contiguous row
     w = np.asarray(wcounts, dtype="i8")
     r = np.asarray(rcounts, dtype="i8")
     per_rec = w + r
     # segments of each record are [writes..., reads...]
     rec_of_seg = np.repeat(np.arange(len(per_rec)), per_rec)
     start_of_rec = np.concatenate([[0], np.cumsum(per_rec)[:-1]]) if len(per_rec) else np.zeros(0, "i8")
-    pos_in_rec = np.arange(len(segs)) - np.repeat(start_of_rec, per_rec)
+    pos_in_rec = np.arange(used) - np.repeat(start_of_rec, per_rec)
     is_write = pos_in_rec < np.repeat(w, per_rec)
     return {
         "rec_file_id": np.asarray(ids, dtype="u8"), "rec_rank": np.asarray(ranks, dtype="i8"),
         "rec_host": np.asarray(hosts, dtype=object), "rec_writes": w, "rec_reads": r,
-        "file_id": np.asarray(ids, dtype="u8")[rec_of_seg] if len(segs) else np.zeros(0, "u8"),
-        "rank": np.asarray(ranks, dtype="i8")[rec_of_seg] if len(segs) else np.zeros(0, "i8"),
+        "file_id": np.asarray(ids, dtype="u8")[rec_of_seg] if used else np.zeros(0, "u8"),
+        "rank": np.asarray(ranks, dtype="i8")[rec_of_seg] if used else np.zeros(0, "i8"),
         "is_write": is_write,
-        "offset": np.ascontiguousarray(segs["offset"]), "length": np.ascontiguousarray(segs["length"]),
-        "start": np.ascontiguousarray(segs["start"]), "end": np.ascontiguousarray(segs["end"]),
+        "offset": cols[0], "length": cols[1],
+        "start": cols[2].view("<f8"), "end": cols[3].view("<f8"),
     }
 
 

@@ -35,10 +35,15 @@ class LogResult:
 
 def _send(fd: int, obj: Any) -> None:
     payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_HDR.pack(len(payload)) + payload)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+    head = _HDR.pack(len(payload))
+    if len(payload) < 65536:
+        parts = [memoryview(head + payload)]
+    else:  # no concatenated copy of a large result
+        parts = [memoryview(head), memoryview(payload)]
+    for view in parts:
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
 
 
 def _child_setup() -> None:

@@ -295,6 +295,17 @@ def posix_rw_sorted(profile: JobProfile) -> Table:
     return m.rw_sorted
 
 
+def isin(a: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.isin(a, values)``; for a handful of values, by comparisons (no sort of a large ``a``)."""
+    values = np.asarray(values)
+    if values.ndim == 1 and len(values) <= 8 and a.dtype.kind in "iu" and values.dtype == a.dtype and len(a) > 1000:
+        out = np.zeros(len(a), bool)
+        for v in values.tolist():
+            out |= a == v
+        return out
+    return np.isin(a, values)
+
+
 def _lex_sorted(t: Table) -> bool:
     """Whether rows already run in (proc, file_id, op, start_s) order, so that the stable lexsort is the identity."""
     if len(t) < 2:
@@ -321,9 +332,15 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
         if not len(o):
             m.ops_file_procs = (np.zeros(0, "u8"), np.zeros(0, "i8"))
         else:
-            fu, fi = np.unique(o["file_id"], return_inverse=True)
-            n = int(o["proc"].max()) + 2
-            pairs = np.unique(fi.astype("i8") * n + (o["proc"] + 1))
+            # ops come in runs of one (file, process) (a DXT record each): the distinct pairs are
+            # those at the start of a run, so only the runs need sorting, not every op
+            fid, pr = o["file_id"], o["proc"]
+            run = np.ones(len(o), bool)
+            run[1:] = (fid[1:] != fid[:-1]) | (pr[1:] != pr[:-1])
+            fid, pr = fid[run], pr[run]
+            fu, fi = np.unique(fid, return_inverse=True)
+            n = int(pr.max()) + 2
+            pairs = np.unique(fi.astype("i8") * n + (pr + 1))
             u, c = np.unique(pairs // n, return_counts=True)
             m.ops_file_procs = (fu[u], c)
     return m.ops_file_procs

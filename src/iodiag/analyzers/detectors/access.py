@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of, ops_groups
+from ..metrics import col, fmt_bytes, group_sum, isin, metrics_of, ops_groups
 from ._common import finding, pct, top_files
 
 
@@ -23,7 +23,7 @@ def _per_file(t, names: list[str], fidx, n) -> list[np.ndarray]:
 
 def _dxt_random(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
     """(random ops, ops) of POSIX reads/writes on these files, after removing consecutive/strided/repeat steps."""
-    t, same = ops_groups(profile, lambda t: np.isin(t["file_id"], fids))
+    t, same = ops_groups(profile, lambda t: isin(t["file_id"], fids))
     if not len(t):
         return 0, 0
     off, ln = t["offset"], t["length"]

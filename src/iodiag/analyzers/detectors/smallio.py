@@ -15,12 +15,12 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import fmt_bytes, group_sum, metrics_of, ops_groups, size_hist, small_bucket_count
+from ..metrics import fmt_bytes, group_sum, isin, metrics_of, ops_groups, size_hist, small_bucket_count
 from ._common import finding, pct, top_files, top_procs
 
 
 def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
-    t, same = ops_groups(profile, lambda t: (t["length"] < size) & np.isin(t["file_id"], fids))
+    t, same = ops_groups(profile, lambda t: (t["length"] < size) & isin(t["file_id"], fids))
     if not len(t):
         return {}
     off, ln = t["offset"], t["length"]

@@ -54,7 +54,7 @@ OPS_MODULE = {name: i for i, name in enumerate(OPS_MODULES)}
 class Table:
     """A small columnar table: named, equal-length NumPy arrays."""
 
-    __slots__ = ("_cols",)
+    __slots__ = ("_cols", "_blocks")
 
     def __init__(self, columns: Mapping[str, Any] | None = None) -> None:
         cols: dict[str, np.ndarray] = {}
@@ -69,13 +69,20 @@ class Table:
                 raise ValueError(f"column {name!r} has {len(arr)} rows, expected {n}")
             cols[name] = arr
         self._cols = cols
+        self._blocks = None
 
     @classmethod
     def _trusted(cls, cols: dict[str, np.ndarray]) -> "Table":
         """A table over columns already known to be equal-length 1-D arrays (no checks, no copy)."""
         t = cls.__new__(cls)
         t._cols = cols
+        t._blocks = None
         return t
+
+    def blocks(self) -> tuple | None:
+        """((names, 2-D array), ...) when some columns are exactly the columns of such arrays, as the
+        loader builds them (lets a consumer reduce many columns in one call); None otherwise."""
+        return self._blocks
 
     # -- access ---------------------------------------------------------
     @property

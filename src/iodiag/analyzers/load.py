@@ -128,6 +128,7 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
 
     proc_cols: dict[str, list[np.ndarray]] = {k: [] for k in ("proc", "log", "rank", "pid", "host", "exe", "log_path", "start_s", "end_s", "partial")}
     counters: dict[str, list[dict[str, np.ndarray]]] = {}
+    blocks: dict[str, list[tuple]] = {}  # module -> the 2-D counter arrays its columns are taken from, per log
     ops_parts: list[dict[str, np.ndarray]] = []
     heat_parts: list[dict[str, np.ndarray]] = []
     names: dict[int, str] = {}
@@ -232,6 +233,7 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
             cols.update(zip(rec["counter_names"], rec["counters"].T))
             cols.update(zip(rec["fcounter_names"], rec["fcounters"].T))
             counters.setdefault(mod, []).append(cols)
+            blocks.setdefault(mod, []).append(((tuple(rec["counter_names"]), rec["counters"]), (tuple(rec["fcounter_names"]), rec["fcounters"])))
         lus = d["mods"].get("LUSTRE")
         if lus is not None:
             counters.setdefault("LUSTRE", []).append({
@@ -313,13 +315,21 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
         job=job,
         processes=Table._trusted({k: np.concatenate(v) if len(v) > 1 else v[0] for k, v in proc_cols.items()}),
         files=files,
-        counters={m: Table._trusted(parts[0]) if len(parts) == 1 else Table.concat(Table._trusted(c) for c in parts)
-                  for m, parts in counters.items()},
+        counters={m: _counter_table(parts, blocks.get(m)) for m, parts in counters.items()},
         ops=_concat_sorted(ops_parts),
         heatmap=Table.concat(Table(h) for h in heat_parts) if heat_parts else empty_table("heatmap"),
         issues_seen=issues,
     )
     return prof
+
+
+def _counter_table(parts: list[dict[str, np.ndarray]], blocks: list[tuple] | None) -> Table:
+    if len(parts) > 1:
+        return Table.concat(Table._trusted(c) for c in parts)
+    t = Table._trusted(parts[0])
+    if blocks and len(blocks) == 1:
+        t._blocks = blocks[0]
+    return t
 
 
 def _objects(values: list) -> np.ndarray:

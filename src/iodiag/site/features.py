@@ -113,7 +113,15 @@ class _Mod:
         self.t = profile.module(name)
         self._sums: dict[str, float] = {}
         names = [n for n, a in self.t.items() if n.isupper() and a.dtype.kind in "iuf"] if self.t is not None else []
-        if names:
+        blocks = self.t.blocks() if names else None
+        if blocks and [n for bn, _ in blocks for n in bn] == names and all(len(bn) != 1 for bn, _ in blocks):
+            # the columns are those of the loader's 2-D arrays: reduce those (same sums, no stacking);
+            # each column still adds up row by row in float64, as the stacked matrix below does
+            for bn, arr in blocks:
+                if len(bn):
+                    m = arr.astype("f8", copy=False)
+                    self._sums.update(zip(bn, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
+        elif names:
             m = np.stack([self.t[n] for n in names], axis=1).astype("f8", copy=False)
             self._sums = dict(zip(names, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
 

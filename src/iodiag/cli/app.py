@@ -16,3 +16,15 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    """I/O profiling and diagnosis for HPC data workflows, built around Darshan."""
+    if version:
+        from .. import __version__
+
+        print(f"iodiag {__version__}")
+        raise typer.Exit(0)

@@ -44,6 +44,9 @@ def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int) ->
     # reset signal handling inherited from the parent's CLI
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     # darshan-util prints its own complaints on stderr; the parent reports them as per-log errors
+    import faulthandler
+
+    faulthandler.disable()  # a crash here is expected and reported by the parent
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     for i, path in enumerate(paths):

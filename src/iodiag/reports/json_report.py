@@ -1,0 +1,95 @@
+"""The JSON report contract (schema ``iodiag.report/1``).
+
+``build_report`` aggregates; ``render_json`` only formats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from ..analyzers.summary import Summary, as_dict, summarize
+from ..findings import Finding
+from ..profile import JobProfile
+
+SCHEMA = "iodiag.report/1"
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None or not math.isfinite(ts) or ts <= 0:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def job_dict(profile: JobProfile) -> dict[str, Any]:
+    j = profile.job
+    return {
+        "id": j.job_id,
+        "exe": j.exe,
+        "args": j.args,
+        "user": j.user,
+        "uid": j.uid,
+        "nprocs": j.nprocs,
+        "start": iso(j.start_s),
+        "end": iso(j.end_s),
+        "start_epoch": j.start_s,
+        "end_epoch": j.end_s,
+        "runtime_s": None if j.runtime_s is None else round(j.runtime_s, 6),
+        "runtime_derived": j.runtime_derived,
+        "collector": j.collector,
+        "collector_version": j.collector_version,
+        "darshan_version": j.darshan_version,
+        "log_format": j.log_format,
+        "modules": list(j.modules),
+        "partial_modules": list(j.partial_modules),
+        "programs": [{"exe": p.exe, "args": p.args, "nprocs": p.nprocs, "logs": len(p.logs)} for p in j.programs],
+        "logs": list(j.logs),
+        "mounts": [{"path": m, "fs_type": t} for m, t in j.mounts],
+        "blind_spots": list(j.blind_spots),
+    }
+
+
+def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: Summary | None = None) -> dict[str, Any]:
+    s = summary or summarize(profile)
+    return {
+        "schema": SCHEMA,
+        "job": job_dict(profile),
+        "volumes": s.volumes,
+        "io_time_s": round(s.io_time_s, 6),
+        "modules": [as_dict(m) for m in s.modules],
+        "top_files": [as_dict(f) for f in s.top_files],
+        "process_spread": as_dict(s.spread) if s.spread else None,
+        "findings": [f.to_dict() for f in findings],
+        "errors": [i.to_dict() for i in profile.issues_seen],
+    }
+
+
+def _default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def _clean(o: Any) -> Any:
+    """NaN and infinities are not JSON: they become null."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def render_json(report: dict[str, Any], *, indent: int | None = 2) -> str:
+    return json.dumps(_clean(report), indent=indent, default=_default, allow_nan=False)

@@ -1,0 +1,126 @@
+"""Terminal report: formats the report dict with rich; returns text, prints nothing."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+SEV_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
+
+
+def human_bytes(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"
+
+
+def human_count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def _evidence(ev: dict[str, Any]) -> str:
+    parts = []
+    for k, v in ev.items():
+        if isinstance(v, float):
+            v = f"{v:.3g}"
+        elif isinstance(v, (list, tuple)):
+            v = ", ".join(str(x) for x in v[:5])
+        parts.append(f"{k}={v}")
+    return "; ".join(parts)
+
+
+def render_terminal(report: dict[str, Any], *, color: bool = False, width: int = 110) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=False)
+    j = report["job"]
+    v = report["volumes"]
+    head = Text()
+    head.append(f"iodiag report — job {j['id']}", style="bold")
+    head.append(f"  {j['exe'] or '?'}")
+    con.print(head)
+    rt = "-" if j["runtime_s"] is None else f"{j['runtime_s']:.2f} s" + (" (derived from records)" if j.get("runtime_derived") else "")
+    src = j["collector"] + (f" {j['darshan_version']}" if j.get("darshan_version") else "") + (f", log format {j['log_format']}" if j.get("log_format") else "")
+    con.print(f"  {j['nprocs']} processes · run time {rt} · {j['start'] or '?'} → {j['end'] or '?'} · {src}")
+    if len(j.get("programs", [])) > 1:
+        con.print("  programs: " + "; ".join(f"{p['exe']} ({p['nprocs']} procs)" for p in j["programs"]))
+    mods = " ".join(j["modules"]) or "none"
+    partial = ", ".join(j["partial_modules"]) or "none"
+    con.print(f"  modules: {mods} · partial: ", end="")
+    con.print(partial, style="bold red" if j["partial_modules"] else None)
+    if j.get("blind_spots"):
+        con.print("  not visible to this collector: " + "; ".join(j["blind_spots"]), style="dim")
+    con.print()
+    con.print(
+        f"  read {human_bytes(v['bytes_read'])} in {human_count(v['reads'])} ops · written {human_bytes(v['bytes_written'])} in {human_count(v['writes'])} ops"
+        f" · opens {human_count(v['opens'])} · stats {human_count(v['stats'])} · seeks {human_count(v['seeks'])}"
+        f" · fsyncs {human_count(v['fsyncs'])} · files {human_count(v['files'])} · I/O time {report.get('io_time_s', 0):.2f} s"
+    )
+
+    findings = report["findings"]
+    con.print()
+    if findings:
+        con.print(f"Diagnosis ({len(findings)} finding{'s' if len(findings) != 1 else ''}, most costly first)", style="bold")
+        for i, f in enumerate(findings, 1):
+            line = Text(f"{i:>2}. ")
+            line.append(f"{f['severity'].upper():<6}", style=SEV_STYLE.get(f["severity"]))
+            line.append(f" [{f['id']}] ", style="bold")
+            line.append(f["title"])
+            if f.get("est_cost_s"):
+                line.append(f"  (~{f['est_cost_s']:.2f} s of I/O time)", style="dim")
+            con.print(line)
+            if f.get("evidence"):
+                con.print(f"      evidence: {_evidence(f['evidence'])}", style="dim")
+            if f.get("files"):
+                con.print("      files: " + ", ".join(f["files"][:3]) + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim")
+            if f.get("processes"):
+                con.print("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim")
+            con.print(f"      → {f['recommendation']}")
+    elif v["reads"] + v["writes"] + v["opens"] == 0:
+        con.print("No I/O recorded in this job.", style="bold")
+    else:
+        con.print("No problems found by the detectors.", style="bold green")
+
+    if report.get("modules"):
+        con.print()
+        t = Table(title="Per module", title_justify="left", show_edge=False)
+        for c in ("module", "files", "reads", "writes", "read", "written", "opens", "read s", "write s", "meta s"):
+            t.add_column(c, justify="left" if c == "module" else "right")
+        for m in report["modules"]:
+            t.add_row(m["module"], human_count(m["files"]), human_count(m["reads"]), human_count(m["writes"]),
+                      human_bytes(m["bytes_read"]), human_bytes(m["bytes_written"]), human_count(m["opens"]),
+                      f"{m['read_time_s']:.2f}", f"{m['write_time_s']:.2f}", f"{m['meta_time_s']:.2f}")
+        con.print(t)
+    if report.get("top_files"):
+        con.print()
+        t = Table(title="Top files by I/O time", title_justify="left", show_edge=False)
+        for c in ("file", "module", "I/O s", "read", "written", "procs"):
+            t.add_column(c, justify="left" if c in ("file", "module") else "right", overflow="fold")
+        for f in report["top_files"]:
+            t.add_row(f["path"], f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
+                      human_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
+        con.print(t)
+    sp = report.get("process_spread")
+    if sp and sp["processes"] > 1:
+        con.print()
+        con.print(
+            f"Per-process I/O time: {sp['active']}/{sp['processes']} processes did I/O · min {sp['min_s']:.3f} s · "
+            f"median {sp['median_s']:.3f} s · max {sp['max_s']:.3f} s · slowest: {', '.join(map(str, sp['slowest'])) or '-'}"
+        )
+    if report["errors"]:
+        con.print()
+        con.print(f"Problems reading this job ({len(report['errors'])}):", style="bold red")
+        for e in report["errors"][:20]:
+            mod = f" [{e['module']}]" if e.get("module") else ""
+            con.print(f"  {e['kind']}{mod}: {e['path']}: {e['cause']}")
+        if len(report["errors"]) > 20:
+            con.print(f"  … {len(report['errors']) - 20} more (see --json)")
+    return buf.getvalue()

@@ -168,8 +168,12 @@ def _describe(lib: Path, found_by: str, tried: list[str], env: Mapping[str, str]
                           found_by=found_by, tried=tried)
 
 
-def find_runtime(lib: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None) -> DarshanRuntime:
+def find_runtime(lib: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None,
+                 prefixes: Sequence[str] = STANDARD_PREFIXES) -> DarshanRuntime:
     """Locate ``libdarshan.so`` the way HPC users expect (see module docstring).
+
+    ``env`` defaults to ``os.environ``; ``prefixes`` are the standard install
+    prefixes searched last (glob patterns, ``~`` expanded).
 
     Raises ``CollectorError`` listing every place tried and how to fix it.
     """
@@ -218,12 +222,12 @@ def find_runtime(lib: str | os.PathLike | None = None, *, env: Mapping[str, str]
             return _describe(found.resolve(), "LD_LIBRARY_PATH", tried + [f"LD_LIBRARY_PATH entry {folder}"], env)
     tried.append("LD_LIBRARY_PATH" + (f" ({len(ld.split(':'))} folders)" if ld else " (unset)"))
 
-    for pattern in STANDARD_PREFIXES:
+    for pattern in prefixes:
         for prefix in sorted(glob.glob(os.path.expanduser(pattern)), reverse=True):
             found = _lib_under_prefix(Path(prefix))
             if found:
                 return _describe(found.resolve(), f"standard prefix {prefix}", tried, env)
-    tried.append("standard prefixes " + ", ".join(STANDARD_PREFIXES))
+    tried.append("standard prefixes " + (", ".join(prefixes) or "(none)"))
 
     raise CollectorError(
         f"no Darshan runtime ({LIB_NAME}) found; tried: " + "; ".join(tried),
@@ -289,7 +293,8 @@ def render_config(settings: DarshanSettings, *, dxt: bool, exclude_dirs: Sequenc
 
 def darshan_environment(runtime: DarshanRuntime, *, job_dir: Path, darshan_jobid: int, dxt: bool,
                         settings: DarshanSettings | None = None,
-                        env: Mapping[str, str] | None = None, when: float | None = None) -> dict[str, str]:
+                        env: Mapping[str, str] | None = None, when: float | None = None,
+                        extra_exclude: Sequence[str] = ()) -> dict[str, str]:
     """Create logs/, logs/mmap/ and darshan.conf in ``job_dir``; return the variables to set.
 
     The returned mapping holds values to set; a value of ``None`` is never
@@ -314,8 +319,10 @@ def darshan_environment(runtime: DarshanRuntime, *, job_dir: Path, darshan_jobid
         except OSError:
             base = None
     conf = job_dir / "darshan.conf"
-    conf.write_text(render_config(settings, dxt=dxt, exclude_dirs=interpreter_dirs() if settings.exclude_interpreter else (),
-                                  base=base))
+    excluded = list(interpreter_dirs()) if settings.exclude_interpreter else []
+    # iodiag's own files: the job folder (Dask capture writes there) and the preload's folder
+    excluded += [os.path.realpath(job_dir)] + [os.path.realpath(d) for d in extra_exclude]
+    conf.write_text(render_config(settings, dxt=dxt, exclude_dirs=excluded, base=base))
     preload = str(runtime.lib)
     old = env.get("LD_PRELOAD", "")
     if old:

@@ -191,7 +191,8 @@ def run_job(opts: RunOptions, *, env: Mapping[str, str] | None = None, cwd: str 
         for var in dcol.REMOVE_VARS:
             child_env.pop(var, None)
         child_env.update(dcol.darshan_environment(runtime, job_dir=folder, darshan_jobid=darshan_jobid, dxt=opts.dxt,
-                                                  settings=opts.settings, env=base_env))
+                                                  settings=opts.settings, env=base_env,
+                                                  extra_exclude=[str(PRELOAD_FILE.parent)]))
         watch = folder / "logs" / "mmap"
         record.data["darshan"] = {**runtime.to_dict(), "jobid": darshan_jobid, "config": "darshan.conf",
                                   "settings": opts.settings.__dict__ if hasattr(opts.settings, "__dict__") else {}}

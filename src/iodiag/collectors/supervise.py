@@ -226,6 +226,7 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
             pass
     watch = _Watch(proc.pid, watch_folder)
     lingering: list[int] = []
+    ramp = [0.02, 0.05, 0.1, 0.2, 0.5]  # look early: short-lived processes map their mmap log at start
     try:
         while True:
             try:
@@ -233,7 +234,7 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
             except Exception:  # the watch must never take the run down
                 pass
             try:
-                rc = proc.wait(timeout=tick_s)
+                rc = proc.wait(timeout=min(ramp.pop(0), tick_s) if ramp else tick_s)
                 break
             except subprocess.TimeoutExpired:
                 continue

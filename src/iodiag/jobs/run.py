@@ -292,10 +292,21 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
             m = LOG_PID_RE.search(p.name)
             if m:
                 logged_pids.add(int(m["pid"]))
+        expected: set[int] = set(worker_pids) | {outcome.pid}
+        leader_exe = os.path.basename(record.data.get("command", [""])[0])
         for p in found["mmap"]:
             pid = outcome.mapped.get(p.name)
             if pid in logged_pids:  # the process finished its log; the mmap file is a leftover
                 continue
+            if pid is None:
+                # died before the watch saw it: tie it to the one expected, log-less process of that program
+                m = dcol.MMAP_RE.match(p.name)
+                exe = m["exe"] if m else ""
+                cands = [q for q in expected - logged_pids
+                         if (procs[q].comm if q in procs else (leader_exe if q == outcome.pid else "")).startswith(exe[:15])
+                         and q not in outcome.mapped.values()]
+                if len(cands) == 1:
+                    pid = cands[0]
             new = dcol.recover_mmap_log(p, dest_dir=logs_dir, pid=pid)
             if new is not None:
                 found["logs"].append(new)
@@ -311,10 +322,9 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
             missing.append({"pid": pid, "role": _role(pid, outcome, worker_pids, client_pids, procs),
                             "cause": f"killed while writing its log ({p.name}, {p.stat().st_size} bytes)",
                             "file": str(p.relative_to(folder))})
-        # processes that must have a log: the workload's main process and the Dask client/workers.
-        # (Other children that mapped an mmap log and removed it exited cleanly: excluded by
-        # APP_EXCLUDE or nothing to record; killed ones left a remnant, recovered above.)
-        expected: set[int] = set(worker_pids) | {outcome.pid}
+        # processes that must have a log (``expected``): the workload's main process and the Dask
+        # client/workers.  Other children that mapped an mmap log and removed it exited cleanly
+        # (excluded by APP_EXCLUDE or nothing to record); killed ones left a remnant, recovered above.
         expected |= {pid for pid in client_pids}
         partial_pids = {m["pid"] for m in missing}
         for pid in sorted(expected - logged_pids - partial_pids):

@@ -110,6 +110,7 @@ class Capture:
         self.errors = []
         self.ended_by = None
         self.scheduler_address = None
+        self.final_s = None
         self.poll_s = float(os.environ.get("IODIAG_DASK_POLL_S", "1") or 1)
 
     def path(self, stem, ext):
@@ -183,6 +184,7 @@ class Capture:
             "report": os.path.basename(self.path("performance-report", "html"))
             if os.path.exists(self.path("performance-report", "html")) else None,
             "errors": self.errors,
+            "final_capture_s": self.final_s,
         }
         try:
             import distributed
@@ -213,6 +215,7 @@ class Capture:
                 return
             self.done = True
             self.ended_by = ended_by
+            t_final = time.time()
             if self.poll_task is not None and not self.poll_task.done():
                 self.poll_task.cancel()
             try:
@@ -237,6 +240,7 @@ class Capture:
                 self.write_workers()
             except Exception as exc:
                 self.errors.append(f"workers: {exc!r}")
+            self.final_s = time.time() - t_final
             self.write_meta()
 
 

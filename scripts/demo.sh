@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# make demo: report on a bundled real Darshan log (the collector issue extends this to run + report).
+# make demo: run an example NetCDF -> Zarr conversion on a small Dask LocalCluster under `iodiag run`
+# (Darshan where a runtime is found, else the embedded collector), then `iodiag report last`.
 set -euo pipefail
 PY="$1"
 OUT="$2"
 mkdir -p "$OUT"
-LOG="../shared/darshan-logs/darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan"
-if [ ! -f "$LOG" ]; then
-  echo "iodiag demo: example log $LOG not found (clone the repo next to shared/)" >&2
-  exit 1
-fi
-"$PY" -m iodiag report "$LOG" --json-file "$OUT/report.json"
+export IODIAG_HOME="$PWD/$OUT/store"
+"$PY" -m iodiag run --collector auto --name demo-nc2zarr examples/nc2zarr.py --out "$OUT/data"
 echo
-echo "JSON report written to $OUT/report.json"
+"$PY" -m iodiag report last --json-file "$OUT/report.json"
+echo
+echo "job store: $IODIAG_HOME (iodiag jobs --store $IODIAG_HOME); JSON report: $OUT/report.json"

@@ -159,6 +159,14 @@ def test_threads_only_cluster_and_never_closed_client(tmp_path, home):
     prof = load_job_record(rec)
     assert prof.job.collector == "none" and any("no file-level I/O collector" in b for b in prof.job.blind_spots)
     assert len(prof.tasks) == len(tasks)
+    # a tasks file cut mid-line (a kill while appending) loses that record only
+    path = next((rec.folder / "dask").glob("tasks-*.jsonl"))
+    lines = path.read_text().splitlines(keepends=True)
+    last = json.loads(lines[-1])
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    cut = load_tasks(rec.folder / "dask")
+    assert len(cut) == len(tasks) - len(last["startstops"])
+    assert last["key"] not in set(cut["key"].tolist())
 
 
 SLOW = r'''

@@ -24,6 +24,9 @@ if mode == "bytes":
     sys.stdout.buffer.write(blob)
     sys.stderr.buffer.write(b"err\x00\xff\n")
     sys.stdout.flush()
+elif mode == "argv":
+    import json
+    print(json.dumps(sys.argv[2:]))
 elif mode == "stdin":
     data = sys.stdin.buffer.read()
     sys.stdout.buffer.write(data[::-1])
@@ -90,6 +93,16 @@ def test_stdout_and_stderr_bytes_are_identical(workload, home, collector, tmp_pa
     job = last_job(home)
     assert f"iodiag: job {job['id']}" in tail and f"iodiag report {job['id']}" in tail
     assert job["status"] == "complete" and job["exit_code"] == 0 and job["collector"] == collector
+
+
+def test_script_arguments_with_dashes_reach_the_script(workload, home):
+    args = ["--in", "a.nc", "--out", "b.zarr", "--help", "--darshan", "-x", "--", "sp ace"]
+    run = run_cli("run", "--collector", "none", str(workload), "argv", *args, env=home)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == args
+    run = run_cli("run", "--collector", "none", "--", sys.executable, str(workload), "argv", "--name", "x", env=home)
+    assert json.loads(run.stdout) == ["--name", "x"]
+    assert last_job(home)["command"] == [sys.executable, str(workload), "argv", "--name", "x"]
 
 
 def test_stdin_passes_through(workload, home, tmp_path):

@@ -183,3 +183,14 @@ def test_missing_script_and_bad_darshan_lib_are_one_line_errors(home, tmp_path, 
     run = run_cli("run", "--darshan", "--collector", "none", str(workload), "exit", "0", env=home)
     assert run.returncode == 2 and "contradicts" in run.stderr.decode()
     assert not (Path(home["IODIAG_HOME"]) / "jobs").exists() or not any((Path(home["IODIAG_HOME"]) / "jobs").iterdir())
+
+
+def test_a_command_that_cannot_start_is_an_error_and_a_failed_job(home, tmp_path):
+    app = tmp_path / "app"
+    app.write_text("#!/bin/sh\necho hi\n")  # not executable
+    run = run_cli("run", "--collector", "none", "--", str(app), env=home)
+    assert run.returncode == 8
+    msg = run.stderr.decode()
+    assert msg.count("\n") == 1 and "permission denied" in msg and "chmod +x" in msg
+    job = last_job(home)
+    assert job["status"] == "failed" and "permission denied" in job["partial_reasons"][0]

@@ -182,6 +182,20 @@ def run_job(opts: RunOptions, *, env: Mapping[str, str] | None = None, cwd: str 
         "user": _user(), "versions": _versions(collector, runtime), "notes": list(notes),
         "scheduler_job": {k: base_env[k] for k in SCHEDULER_IDS if base_env.get(k)},
     })
+    try:
+        return _run_in(record, opts, argv, collector, runtime, notes, base_env, cwd)
+    except BaseException as exc:  # the job never ran (or iodiag itself broke): say so in the record
+        if record.data.get("status") == "running":
+            try:
+                record.update(status="failed", partial=True,
+                              partial_reasons=[f"iodiag could not run the workload: {exc}"], end_s=time.time())
+            except Exception:  # noqa: BLE001 - keep the original error
+                pass
+        raise
+
+
+def _run_in(record: JobRecord, opts: RunOptions, argv: list[str], collector: str, runtime: Any, notes: list[str],
+            base_env: dict[str, str], cwd: str) -> RunResult:
     folder = record.folder
     child_env = dict(base_env)
     watch = None

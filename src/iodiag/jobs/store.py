@@ -41,6 +41,7 @@ RUNNING = "running"  # iodiag is (or was, if it crashed) supervising the workloa
 COMPLETE = "complete"  # the workload ended and every expected artefact is there
 PARTIAL = "partial"  # the workload ended but something is missing (killed process, lost logs)
 ABANDONED = "abandoned"  # reported for RUNNING records whose supervisor is gone
+FAILED = "failed"  # the workload could not be started (the record says why)
 
 
 def store_root(root: str | os.PathLike | None = None) -> Path:

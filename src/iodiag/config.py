@@ -26,24 +26,28 @@ from .errors import ConfigError
 
 @dataclass(frozen=True)
 class SmallIO:
-    size_bytes: int = 64 * 1024  # an op below this is "small"
-    min_share: float = 0.5  # fraction of ops that must be small
-    min_ops: int = 1000  # ignore files/jobs with fewer ops
+    # an op below this is "small"; counters count Darshan size buckets wholly below it (100 KiB = a bucket edge)
+    size_bytes: int = 100 * 1024
+    min_share: float = 0.5  # fraction of a file's reads+writes that must be small
+    min_ops: int = 1000  # small ops a file needs before it is reported
+    buffer_bytes: int = 4 * 1024 * 1024  # buffer size assumed when estimating merged requests
 
 
 @dataclass(frozen=True)
 class Metadata:
     min_ops: int = 1000  # opens+stats+seeks+fsyncs before a storm is considered
     time_share: float = 0.3  # metadata time / (metadata + read + write time)
-    rate_per_s: float = 500.0  # sustained metadata ops per second
+    rate_per_s: float = 500.0  # sustained metadata ops per second (peak 1 s bin, or average)
     reopen_count: int = 10  # opens of one file by one process
+    opens_per_data_op: float = 0.5  # opens per read/write: a file opened for (almost) every access
 
 
 @dataclass(frozen=True)
 class SmallFiles:
     count: int = 1000  # at least this many files ...
     size_bytes: int = 4 * 1024 * 1024  # ... each smaller than this
-    target_chunk_bytes: int = 64 * 1024 * 1024  # recommended chunk size
+    target_chunk_bytes: int = 64 * 1024 * 1024  # recommended size of a packed file
+    zarr_chunk_bytes: int = 16 * 1024 * 1024  # recommended bytes per Zarr chunk file (compressed, as stored)
 
 
 @dataclass(frozen=True)
@@ -51,17 +55,23 @@ class Stragglers:
     mad_factor: float = 3.5  # robust z-score above which a process straggles
     min_processes: int = 4
     min_excess_s: float = 1.0  # ignore stragglers slower by less than this
+    min_excess_share: float = 0.2  # ... or by less than this share of the median
+    task_min_tasks: int = 5  # Dask tasks of one prefix needed before stragglers are judged
+    task_min_excess_s: float = 0.5
+    scaling_efficiency: float = 0.7  # weak scaling: per-process I/O time ratio below this is a loss
 
 
 @dataclass(frozen=True)
 class Access:
-    random_share: float = 0.5  # non-sequential share of ops to call access random
+    random_share: float = 0.2  # non-sequential (backward) share of a file's ops to call access random
     min_ops: int = 1000
     redundant_factor: float = 2.0  # bytes read / file size
     stdio_share: float = 0.1  # STDIO bytes share of all bytes
     imbalance_ratio: float = 2.0  # max/median bytes per rank
     alignment_share: float = 0.5  # misaligned share of ops
     shared_min_ranks: int = 4
+    redundant_min_bytes: int = 1024 * 1024  # ignore re-reads of files smaller than this
+    parallel_fs: tuple[str, ...] = ("lustre", "gpfs", "dvs", "beegfs", "panfs", "nfs", "cephfs", "wekafs")
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,7 @@ class Severity:
     high: float = 0.25  # share of I/O time
     medium: float = 0.05
     low: float = 0.01
+    min_cost_s: float = 0.05  # a problem costing less than this is at most "low", whatever its share
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,24 @@ def _derived_end(data: dict[str, Any], start: float) -> float | None:
     return start + latest if latest > 0 else None
 
 
+MAX_PLAUSIBLE_NPROCS = 10_000_000
+
+
+def _plausible_nprocs(d: dict[str, Any], path: str, issues: list[LoadIssue]) -> int:
+    """The header's process count, unless damage made it absurd; then the largest rank seen + 1."""
+    n = int(d["header"]["nprocs"])
+    if 1 <= n <= MAX_PLAUSIBLE_NPROCS:
+        return n
+    seen = 0
+    for rec in d["mods"].values():
+        ranks = rec.get("rank", rec.get("rec_rank"))
+        if ranks is not None and len(ranks):
+            seen = max(seen, int(ranks.max()) + 1)
+    fixed = max(min(seen, MAX_PLAUSIBLE_NPROCS), 1)
+    issues.append(LoadIssue(path=path, kind="damaged-header", cause=f"the header claims {n} processes; using {fixed} (largest rank in the records + 1)"))
+    return fixed
+
+
 def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, obfuscated_names: bool = False) -> JobProfile:
     """Merge per-log results into one profile; raise NoUsableData when none loaded."""
     good = [r for r in results if r.data is not None]
@@ -118,7 +136,7 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
     for li, r in enumerate(good):
         d = r.data
         h = d["header"]
-        nprocs = max(int(h["nprocs"]), 1)
+        nprocs = _plausible_nprocs(d, r.path, issues)
         start = _log_start(h)
         end = h["end_sec"] + h["end_nsec"] * 1e-9
         if h["end_sec"] <= 0 or end < start:
@@ -187,7 +205,7 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
         proc_cols["partial"].extend([log_partial] * nprocs)
 
         def to_proc(ranks: np.ndarray) -> np.ndarray:
-            return np.where(ranks >= 0, ranks + proc_offset, -1)
+            return np.where((ranks >= 0) & (ranks < nprocs), ranks + proc_offset, -1)
 
         for mod in COUNTER_MODULES:
             rec = d["mods"].get(mod)

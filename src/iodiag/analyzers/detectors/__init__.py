@@ -22,3 +22,29 @@ def diagnose(profile: JobProfile, config: Config | None = None) -> list[Finding]
         out.extend(det(profile, cfg))
     muted = set(cfg.report.mute)
     return rank_findings([f for f in out if f.id not in muted])
+
+
+
+def _register() -> None:
+    from . import access, coverage, metadata, mpi, parallel, smallio, tasks
+
+    DETECTORS.extend([
+        coverage.detect_no_io,
+        coverage.detect_partial_log,
+        smallio.detect_small_io,
+        metadata.detect_metadata_storm,
+        metadata.detect_many_small_files,
+        access.detect_random_access,
+        access.detect_misaligned,
+        access.detect_redundant_read,
+        coverage.detect_stdio_heavy,
+        mpi.detect_shared_file_contention,
+        mpi.detect_no_collective_io,
+        parallel.detect_rank_imbalance,
+        parallel.detect_straggler_process,
+        parallel.detect_inactive_ranks,
+        tasks.detect_straggler_task,
+    ])
+
+
+_register()

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 from .darshan import ALL_MODULES, LogReadError, read_log
 
 _HDR = struct.Struct("<Q")
+CHILD_MEMORY_LIMIT = 16 << 30  # bytes of address space a reader child may use
 
 
 @dataclass
@@ -47,6 +48,12 @@ def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int) ->
     import faulthandler
 
     faulthandler.disable()  # a crash here is expected and reported by the parent
+    try:  # a damaged record count must not let darshan-util eat the machine's memory
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_LIMIT, CHILD_MEMORY_LIMIT))
+    except (ImportError, ValueError, OSError):
+        pass
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     for i, path in enumerate(paths):

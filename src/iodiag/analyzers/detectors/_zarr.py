@@ -1,0 +1,76 @@
+"""Zarr chunk grids recovered from the chunk-file paths Darshan recorded.
+
+Zarr v3 stores chunk (i, j, k) of array A at ``A/c/i/j/k`` (v2: ``A/i.j.k`` or
+``A/i/j/k``); zarr-python writes each chunk to ``<key>.<uuid>.partial`` and
+renames it.  From the set of keys we get each array's chunk grid (largest
+index + 1 per dimension) and the bytes per chunk, which is enough to say how
+many chunks to merge along which dimension.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_PARTIAL = re.compile(r"\.[0-9a-f]{16,}\.partial$")
+_V3 = re.compile(r"^(?P<array>.+\.zarr(?:/.+?)?)/c/(?P<idx>\d+(?:/\d+)*)$")
+_V2 = re.compile(r"^(?P<array>.+\.zarr(?:/[^/]+?)?)/(?P<idx>\d+(?:[./]\d+)*)$")
+
+
+def chunk_key(path: str) -> tuple[str, tuple[int, ...]] | None:
+    p = _PARTIAL.sub("", path)
+    m = _V3.match(p) or _V2.match(p)
+    if not m:
+        return None
+    return m["array"], tuple(int(x) for x in re.split(r"[./]", m["idx"]))
+
+
+def chunk_grids(paths, nbytes) -> dict[str, dict]:
+    """array -> {grid, chunks, bytes} from chunk-file paths and the bytes written/read per path."""
+    out: dict[str, dict] = {}
+    for path, b in zip(paths, nbytes):
+        key = chunk_key(str(path))
+        if key is None:
+            continue
+        arr, idx = key
+        a = out.setdefault(arr, {"keys": {}, "grid": [0] * len(idx)})
+        if len(idx) != len(a["grid"]):
+            continue
+        a["keys"][idx] = max(a["keys"].get(idx, 0.0), float(b))  # temp .partial and final name are one chunk
+        a["grid"] = [max(g, i + 1) for g, i in zip(a["grid"], idx)]
+    for a in out.values():
+        sizes = [v for v in a["keys"].values() if v > 0]
+        a["chunks"] = len(a["keys"])
+        a["mean_chunk_bytes"] = sum(sizes) / len(sizes) if sizes else 0.0
+        del a["keys"]
+    return out
+
+
+def merge_plan(grid: list[int], mean_bytes: float, target: float) -> tuple[list[int], float, int]:
+    """Merge factors per dimension (largest grid first) to reach ~target bytes per chunk."""
+    want = max(math.ceil(target / max(mean_bytes, 1.0)), 1)
+    factors = [1] * len(grid)
+    for d in sorted(range(len(grid)), key=lambda i: -grid[i]):
+        if want <= 1:
+            break
+        f = min(want, grid[d])
+        factors[d] = f
+        want = math.ceil(want / f)
+    k = math.prod(factors)
+    files = math.prod(math.ceil(g / f) for g, f in zip(grid, factors))
+    return factors, mean_bytes * k, files
+
+
+_PY = re.compile(r"(\.pyc?|\.so(\.[\d.]+)?|/site-packages/.*|/lib/python[\d.]+/.*)$")
+_ARRAY_FILE = re.compile(r"\.(nc|nc4|h5|hdf5|he5|hdf)$", re.I)
+
+
+def path_kind(path: str) -> str:
+    """python-import | zarr-chunk | netcdf-hdf5 | other."""
+    if _PY.search(path):
+        return "python-import"
+    if chunk_key(path) is not None:
+        return "zarr-chunk"
+    if _ARRAY_FILE.search(path):
+        return "netcdf-hdf5"
+    return "other"

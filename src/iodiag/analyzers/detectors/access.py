@@ -1,0 +1,134 @@
+"""Access-pattern checks: random-access, misaligned, redundant-read.
+
+``random-access`` uses Darshan's definition (an op whose offset is below the
+end of the previous one is not sequential) and, with a complete DXT trace,
+discounts a constant backward step (a strided sweep that wraps) and re-reads
+of the same offset: those have cheaper fixes than random I/O.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import OP, OPS_MODULE, JobProfile
+from ..metrics import col, fmt_bytes, group_sum, metrics_of, ops_groups
+from ._common import finding, pct, top_files
+
+
+def _per_file(t, names: list[str], fidx, n) -> list[np.ndarray]:
+    return [group_sum(fidx, col(t, k, "f8"), n) for k in names]
+
+
+def _dxt_random(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
+    """(random ops, ops) of POSIX reads/writes on these files, after removing consecutive/strided/repeat steps."""
+    o = profile.ops
+    t, gid, same = ops_groups(o, (o["op"] <= OP["write"]) & (o["module"] == OPS_MODULE["POSIX"]) & np.isin(o["file_id"], fids))
+    if not len(t):
+        return 0, 0
+    off, ln = t["offset"], t["length"]
+    d = np.zeros(len(t), "i8")
+    d[1:] = off[1:] - off[:-1]
+    back = same.copy()
+    back[1:] &= (off[1:] < off[:-1] + ln[:-1]) & (d[1:] != 0)
+    if not back.any():
+        return 0, len(t)
+    u, c = np.unique(d[back], return_counts=True)
+    return int((back & (d != u[c.argmax()])).sum()), len(t)
+
+
+def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
+    t = profile.module("POSIX")
+    if t is None:
+        return []
+    c, m = cfg.access, metrics_of(profile)
+    fids, fidx = np.unique(t["file_id"], return_inverse=True)
+    r, w, sr, sw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES",
+                                         "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME"], fidx, len(fids))
+    nonseq = (r - sr) + (w - sw)
+    ops = r + w
+    hit = (nonseq >= c.min_ops) & (nonseq >= c.random_share * np.maximum(ops, 1))
+    if not hit.any():
+        return []
+    n_nonseq, n_ops = int(nonseq[hit].sum()), int(ops[hit].sum())
+    ev = {"non_sequential_ops": n_nonseq, "ops": n_ops, "non_sequential_share": n_nonseq / max(n_ops, 1),
+          "non_sequential_reads": int((r - sr)[hit].sum()), "non_sequential_writes": int((w - sw)[hit].sum())}
+    if len(profile.ops):  # a partial trace is still a sample of the pattern
+        rnd, n = _dxt_random(profile, fids[hit])
+        ev.update(dxt_random_ops=rnd, dxt_ops=n, dxt_complete=m.dxt_complete)
+        if rnd < c.random_share * max(n, 1):
+            return []  # the backward steps are one constant stride (a wrapping sweep): small-io covers it
+        n_nonseq = rnd
+    cost_f = (rt * (r - sr) / np.maximum(r, 1) + wt * (w - sw) / np.maximum(w, 1)) * hit
+    return [finding(cfg, "random-access", f"{pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
+                    cost_s=float(cost_f.sum()), total_s=m.total_io_s, evidence=ev,
+                    recommendation=f"{n_nonseq:,} accesses land before the previous one: sort requests by offset, "
+                    "read whole chunks in file order, or enable MPI-IO data sieving/collective buffering; for array "
+                    "data choose chunks that match the read pattern",
+                    files=top_files(profile, fids, cost_f, cfg.report.top_files))]
+
+
+def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
+    t = profile.module("POSIX")
+    if t is None:
+        return []
+    c, m = cfg.access, metrics_of(profile)
+    fids, fidx = np.unique(t["file_id"], return_inverse=True)
+    r, w, na, br, bw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_FILE_NOT_ALIGNED",
+                                             "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
+                                             "POSIX_F_WRITE_TIME"], fidx, len(fids))
+    fs = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
+    parallel = np.array([str(fs.get(int(f), "")).lower() in c.parallel_fs for f in fids])
+    ops = r + w
+    mean = (br + bw) / np.maximum(ops, 1)
+    # small requests are always misaligned; small-io owns them
+    hit = parallel & (na >= c.min_ops) & (na >= c.alignment_share * np.maximum(ops, 1)) & (mean >= cfg.small_io.size_bytes)
+    if not hit.any():
+        return []
+    align = np.zeros(len(fids))
+    np.maximum.at(align, fidx, col(t, "POSIX_FILE_ALIGNMENT", "f8"))
+    lus = profile.module("LUSTRE")
+    stripe = {}
+    if lus is not None:
+        stripe = dict(zip(lus["file_id"].tolist(), lus["stripe_size"].tolist()))
+    ranks = np.zeros(len(fids))
+    ranks[np.searchsorted(fids, m.file_ids[np.isin(m.file_ids, fids)])] = m.file_ranks[np.isin(m.file_ids, fids)]
+    # a misaligned request of s bytes shares a partial stripe/lock of A bytes with its neighbour at each end:
+    # about A/s of it is extra work (all of it when s < A); a lone writer pays a fifth of that (no lock ping-pong)
+    a_f = np.array([float(stripe.get(int(f), 0) or a) for f, a in zip(fids, align)])
+    factor = np.minimum(1.0, a_f / np.maximum(mean, 1)) * np.where(ranks >= 2, 1.0, 0.2)
+    cost_f = (rt + wt) * na / np.maximum(ops, 1) * factor * hit
+    i = int(np.argmax(cost_f))
+    a = int(stripe.get(int(fids[i]), 0) or align[i])
+    ev = {"misaligned_ops": int(na[hit].sum()), "ops": int(ops[hit].sum()), "alignment_bytes": a,
+          "lustre_stripe_bytes": int(stripe.get(int(fids[i]), 0)), "mean_request_bytes": float(mean[i]),
+          "files": int(hit.sum())}
+    return [finding(cfg, "misaligned", f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
+                    f"{fmt_bytes(a)} file-system blocks", cost_s=float(cost_f.sum()), total_s=m.total_io_s, evidence=ev,
+                    recommendation=f"align request offsets and sizes to {fmt_bytes(a)} (HDF5: H5Pset_alignment(fapl, "
+                    f"{a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a multiple of it; or pad records)",
+                    files=top_files(profile, fids, cost_f, cfg.report.top_files))]
+
+
+def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m, c = metrics_of(profile), cfg.access
+    fs = m.file_stats
+    if not len(m.file_ids):
+        return []
+    br, size = fs["bytes_read"], fs["size_bytes"]
+    factor = br / np.maximum(size, 1)
+    hit = (size > 0) & (br >= c.redundant_min_bytes) & (factor >= c.redundant_factor)
+    if not hit.any():
+        return []
+    cost_f = fs["read_s"] * (1 - 1 / np.maximum(factor, 1)) * hit
+    i = int(np.argmax(np.where(hit, br - size, 0)))
+    ev = {"files": int(hit.sum()), "bytes_read": float(br[hit].sum()), "file_bytes": float(size[hit].sum()),
+          "read_amplification": float(br[hit].sum() / size[hit].sum()), "worst_file_amplification": float(factor[i]),
+          "worst_file_readers": int(m.file_ranks[i])}
+    who = f"by {int(m.file_ranks[i])} processes" if m.file_ranks[i] > 1 else "by one process"
+    return [finding(cfg, "redundant-read", f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
+                    f"({ev['read_amplification']:.1f}x)", cost_s=float(cost_f.sum()), total_s=m.total_io_s, evidence=ev,
+                    recommendation=f"the worst file is read {factor[i]:.1f} times over {who}: read it once and share it "
+                    "(MPI_Bcast / a Dask scatter / persist), or cache it in memory instead of re-reading",
+                    files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files))]

@@ -1,0 +1,135 @@
+"""What the log could not see or says little: partial-log, no-io, stdio-heavy.
+
+partial-log is about evidence, not time: its severity is "medium" when
+counter modules hit their record cap (every number is a lower bound), "low"
+when only the DXT trace or heatmap was cut, "high" when whole logs were lost.
+The recommendation is a DARSHAN_CONFIG_PATH file sized from what was seen:
+Darshan keeps DXT segments (32 bytes each) in 1 KiB records, so a trace of S
+segments per process needs ``MAX_RECORDS ceil(S*32/1024) DXT_POSIX`` and
+MODMEM (MiB) large enough for every module's records.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import OP, JobProfile
+from ..metrics import col, fmt_bytes, metrics_of
+from ._common import finding, pct, top_files
+
+_COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+_LOST = ("unreadable", "crashed", "timeout", "missing-log", "truncated")
+_STD = ("<STDIN>", "<STDOUT>", "<STDERR>")
+
+
+def _pow2(n: float) -> int:
+    return 1 << max(int(math.ceil(math.log2(max(n, 1)))), 0)
+
+
+def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
+    issues = profile.issues_seen
+    partial = list(profile.job.partial_modules)
+    if not partial and not issues:
+        return []
+    m = metrics_of(profile)
+    lines, ev = [], {"partial_modules": partial, "issues": len(issues)}
+    mem = 0.0
+    cnt = [mod for mod in partial if mod in _COUNTER_MODS]
+    if cnt:
+        recs = max(int(np.bincount(np.clip(profile.counters[mod]["proc"], 0, None)).max()) for mod in cnt if profile.module(mod) is not None)
+        need = _pow2(max(4 * recs, 4096))
+        ev["records_per_process_seen"] = recs
+        lines.append(f"MAX_RECORDS {need} {','.join(cnt)}")
+        mem += need * 1024 * len(cnt)  # a counter record is < 1 KiB
+    dxt = [mod for mod in partial if mod.startswith("DXT_")]
+    if dxt:
+        lv = m.level
+        posix = lv["module"] == "POSIX"
+        want = np.bincount(np.clip(lv["proc"][posix], 0, None), weights=(lv["reads"] + lv["writes"])[posix], minlength=m.nprocs)
+        o = profile.ops
+        px = o["proc"][o["module"] == 0]
+        got = np.bincount(np.clip(px, 0, None), minlength=m.nprocs)[: m.nprocs] if len(px) else np.zeros(m.nprocs)
+        seg = float(want.max()) if len(want) else 0.0
+        ev.update(dxt_segments_recorded=int(got.sum()), posix_ops_counted=int(want.sum()),
+                  dxt_missing_share=float(max(1 - got.sum() / max(want.sum(), 1), 0)))
+        need = _pow2(max(seg * 32 * 1.25 / 1024, 4096))
+        lines.append(f"MAX_RECORDS {need} {','.join(dxt)}")
+        mem += need * 1024 * len(dxt)
+    lost = [i for i in issues if i.kind in _LOST]
+    if lost:
+        ev["logs_lost"] = len({i.path for i in lost})
+    ev["issue_kinds"] = sorted({i.kind for i in issues})
+    if not lines and not lost and not partial:
+        sev = "info"
+    else:
+        sev = "high" if lost else ("medium" if cnt else "low")
+    rec = []
+    if lines:
+        modmem = max(_pow2(mem / 2 ** 20 * 1.5), 8)
+        names = _pow2(max(len(profile.files) * 4 * 256 / 2 ** 20, 4))
+        conf = "; ".join(lines + [f"MODMEM {modmem}", f"NAMEMEM {names}"])
+        rec.append(f"re-run with export DARSHAN_CONFIG_PATH=$PWD/darshan.conf, a file holding the lines: {conf}"
+                   + (" (and DXT_ENABLE_IO_TRACE=1 so DXT stays on)" if dxt else "")
+                   + " (iodiag run --darshan writes such a file itself)")
+    if lost:
+        rec.append(f"{ev['logs_lost']} log(s) could not be read ({lost[0].path}: {lost[0].cause}); "
+                   "let processes exit normally (Dask: close the client/cluster; no SIGKILL) or recover mmap logs with darshan-convert")
+    other = [i for i in issues if i.kind not in _LOST and i.kind != "partial-module"]
+    if other:
+        rec.append("; ".join(f"{i.kind}: {i.cause}" for i in other[:3]))
+    what = ", ".join(partial) if partial else ", ".join(ev["issue_kinds"])
+    return [finding(cfg, "partial-log", f"the log is incomplete ({what}): numbers are lower bounds", cost_s=None,
+                    total_s=None, evidence=ev, severity=sev, recommendation="; ".join(rec) or "no action needed",
+                    files=sorted({i.path for i in issues})[: cfg.report.top_files])]
+
+
+def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m = metrics_of(profile)
+    data = int((m.level["reads"] + m.level["writes"]).sum()) if len(m.level) else 0
+    for mod, pre in (("MPI-IO", "MPIIO"), ("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR")):
+        t = profile.module(mod)
+        if t is not None:
+            data += int((col(t, f"{pre}_READS") + col(t, f"{pre}_WRITES")).sum())
+    data += int((profile.ops["op"] <= OP["write"]).sum()) if len(profile.ops) else 0
+    if data or m.total_io_s > 0:
+        return []
+    mods = ", ".join(profile.job.modules) or "none"
+    return [finding(cfg, "no-io", "no I/O recorded", cost_s=None, total_s=None, severity="info",
+                    evidence={"processes": m.nprocs, "runtime_s": profile.job.runtime_s, "modules": mods},
+                    recommendation="nothing to diagnose: the log holds no reads or writes (modules present: "
+                    f"{mods}); if the program did I/O, check that Darshan was preloaded and the files were not excluded")]
+
+
+def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m, c = metrics_of(profile), cfg.access
+    lv = m.level
+    if not len(lv):
+        return []
+    paths = profile.path_of()
+    std = np.isin(np.array([paths.get(int(f), "") for f in lv["file_id"]], dtype=object), _STD)
+    b = (lv["bytes_read"] + lv["bytes_written"]).astype("f8")
+    st = (lv["module"] == "STDIO") & ~std
+    total = float(b[~std].sum())
+    if not st.any() or total <= 0 or b[st].sum() < c.stdio_share * total:
+        return []
+    ops = (lv["reads"] + lv["writes"])[st].astype("f8")
+    mean = b[st] / np.maximum(ops, 1)
+    t = (lv["read_s"] + lv["write_s"] + lv["meta_s"])[st]
+    # large fread/fwrite pass straight through libc; small ones add copies and per-call locking
+    cost = float(t[mean < cfg.small_io.size_bytes].sum())
+    ev = {"stdio_bytes": float(b[st].sum()), "stdio_share_of_bytes": float(b[st].sum() / total),
+          "stdio_ops": int(ops.sum()), "stdio_s": float(t.sum()), "mean_stdio_request_bytes": float(b[st].sum() / max(ops.sum(), 1)),
+          "stdio_files": int(st.sum())}
+    big = ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes
+    rec = (f"{pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
+           f"{fmt_bytes(ev['mean_stdio_request_bytes'])}): " + (
+               "requests are already large, so STDIO costs little here; switch to POSIX or MPI-IO only if several "
+               "processes share these files" if big else
+               "use POSIX read/write with large buffers or MPI-IO/HDF5; at least raise the stream buffer (setvbuf)"))
+    return [finding(cfg, "stdio-heavy", f"{pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
+                    "move through STDIO streams", cost_s=cost, total_s=m.total_io_s, evidence=ev, recommendation=rec,
+                    files=top_files(profile, lv["file_id"][st], t, cfg.report.top_files))]

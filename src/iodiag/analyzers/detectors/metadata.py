@@ -1,0 +1,172 @@
+"""metadata-storm and many-small-files: time lost to opens, stats, seeks and syncs.
+
+Rates are the peak 1-second bin of metadata ops when the ops table has them
+(embedded collector), else the average over the job's run time.  The cost of
+both findings is the metadata seconds Darshan measured (plus read/write time
+of the small files for many-small-files).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import OP, JobProfile
+from ..metrics import fmt_bytes, group_sum, metrics_of
+from ._common import finding, pct, top_files, top_procs
+from ._zarr import chunk_grids, merge_plan, path_kind
+
+_KIND_ADVICE = {
+    "python-import": "is Python importing modules (.py/.pyc/.so) from {fs}: install the "
+                     "environment on node-local disk or in a container/squashfs image, or pre-stage it",
+    "zarr-chunk": "is Zarr chunk files (an open, a temp file and a rename per chunk): use fewer, larger chunks "
+                  "or Zarr v3 sharding (see many-small-files)",
+    "netcdf-hdf5": "is NetCDF/HDF5 files being opened and queried: open each file once per process and reuse "
+                   "it; with xarray pass the opened Dataset to tasks instead of reopening per task",
+}
+
+_META_CODES = [OP[k] for k in ("open", "stat", "seek", "fsync", "readdir", "mkdir", "rename", "unlink")]
+_STD = ("<STDIN>", "<STDOUT>", "<STDERR>")
+
+
+def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
+    o = profile.ops
+    m = np.isin(o["op"], _META_CODES)
+    if not m.any():
+        return 0.0, {}
+    t = o["start_s"][m]
+    bins = np.bincount(((t - t.min()) // 1.0).astype("i8"))
+    kinds = np.bincount(o["op"][m], minlength=len(OP))
+    return float(bins.max()), {k: int(kinds[OP[k]]) for k in ("readdir", "mkdir", "rename", "unlink") if kinds[OP[k]]}
+
+
+def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m, c = metrics_of(profile), cfg.metadata
+    lv, fs = m.level, m.file_stats
+    counts = {k: int(lv[k].sum()) for k in ("opens", "stats", "seeks", "fsyncs")}
+    peak, extra = _peak_rate(profile)
+    n_meta = sum(counts.values()) + sum(extra.values())
+    if n_meta < c.min_ops or not len(lv):
+        return []
+    runtime = max(profile.job.runtime_s or 0.0, 1e-3)
+    avg = n_meta / runtime
+    share = m.meta_s / m.total_io_s if m.total_io_s else 0.0
+    data_ops = int((lv["reads"] + lv["writes"]).sum())
+    opens_per_op = counts["opens"] / max(data_ops, 1)
+    own = lv["proc"] >= 0
+    reopen = own & (lv["opens"] >= c.reopen_count)
+    reasons = []
+    if share >= c.time_share:
+        reasons.append(f"metadata is {pct(share)} of I/O time")
+    if max(peak, avg) >= c.rate_per_s:
+        reasons.append(f"{max(peak, avg):,.0f} metadata ops/s ({'peak 1 s' if peak else 'average'})")
+    if counts["opens"] >= c.min_ops and opens_per_op >= c.opens_per_data_op:
+        reasons.append(f"{counts['opens']:,} opens for {data_ops:,} reads/writes ({opens_per_op:.2f} per access)")
+    if reopen.any():
+        reasons.append(f"{int(reopen.sum())} (process, file) pairs opened >= {c.reopen_count} times")
+    if not reasons:
+        return []
+    ev = {**{f"{k}_count": v for k, v in counts.items()}, **{f"{k}_count": v for k, v in extra.items()},
+          "metadata_s": m.meta_s, "read_write_s": m.rw_s, "metadata_time_share": share, "avg_rate_per_s": avg,
+          "peak_rate_per_s": peak or None, "opens_per_data_op": opens_per_op,
+          "max_opens_one_file_one_process": int(lv["opens"][own].max()) if own.any() else 0}
+    advice = []
+    if reopen.any():
+        i = np.flatnonzero(reopen)[np.argmax(lv["opens"][reopen])]
+        path = profile.path_of().get(int(lv["file_id"][i]), "?")
+        advice.append(f"{path} is opened {int(lv['opens'][i])} times by process {int(lv['proc'][i])}: open it once "
+                      f"per process and reuse the handle (xarray: open_dataset once and pass the Dataset to tasks)")
+    if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
+        advice.append(f"{counts['opens']:,} opens for {data_ops:,} accesses: each file is opened for about one access; "
+                      f"write fewer, larger files (consolidate, Zarr sharding, HDF5 container)")
+    if counts["stats"] >= c.min_ops:
+        advice.append(f"{counts['stats']:,} stat calls: cache existence/size checks instead of asking the file system")
+    if counts["seeks"] >= c.min_ops:
+        advice.append(f"{counts['seeks']:,} seeks: use pread/pwrite with explicit offsets")
+    if counts["fsyncs"] >= c.min_ops // 10:
+        advice.append(f"{counts['fsyncs']:,} fsync/flush calls: sync once per file at the end")
+    meta_f = group_sum(m.file_idx, lv["meta_s"], len(m.file_ids))
+    paths = profile.path_of()
+    kinds = np.array([path_kind(paths.get(int(f), "")) for f in m.file_ids], dtype=object)
+    for kind, text in _KIND_ADVICE.items():
+        k_s = float(meta_f[kinds == kind].sum())
+        if m.meta_s > 0 and k_s >= 0.3 * m.meta_s:
+            ev[f"{kind}_metadata_s"] = k_s
+            fst = profile.files["fs_type"][np.isin(profile.files["file_id"], m.file_ids[kinds == kind])]
+            fs_name = max(set(fst.tolist()), key=fst.tolist().count) if len(fst) else ""
+            text = text.replace("{fs}", f"{fs_name or 'the file system'}")
+            advice.insert(0, f"{pct(k_s / m.meta_s)} of the metadata time ({int((kinds == kind).sum()):,} files) {text}")
+    if not advice:
+        advice.append("reduce open/stat traffic: keep files open, avoid per-op existence checks")
+    return [finding(cfg, "metadata-storm", "metadata storm: " + "; ".join(reasons), cost_s=m.meta_s,
+                    total_s=m.total_io_s, evidence=ev, recommendation="; ".join(advice),
+                    files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
+                    processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), lv["meta_s"], m.nprocs), cfg.report.top_processes))]
+
+
+def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m, c = metrics_of(profile), cfg.small_files
+    fs = m.file_stats
+    if not len(m.file_ids):
+        return []
+    paths = profile.path_of()
+    p = np.array([paths.get(int(f), "") for f in m.file_ids], dtype=object)
+    data = (fs["bytes_read"] + fs["bytes_written"]) > 0
+    real = ~np.isin(p, _STD)
+    small = real & data & (fs["size_bytes"] < c.size_bytes)
+    opened_only = real & ~data & (fs["opens"] > 0)
+    if small.sum() < c.count:
+        return []
+    sizes = fs["size_bytes"][small]
+    cost = float((fs["meta_s"] + fs["read_s"] + fs["write_s"])[small].sum())
+    dirs = np.array([os.path.dirname(x) for x in p[small]], dtype=object)
+    du, dc = np.unique(dirs, return_counts=True)
+    top_dir = str(du[dc.argmax()])
+    total = float(sizes.sum())
+    mean = total / len(sizes)
+    k = max(int(c.target_chunk_bytes // max(mean, 1)), 1)
+    after = int(np.ceil(len(sizes) / k))
+    grids = chunk_grids(p, fs["bytes_written"] + fs["bytes_read"])
+    ev = {"small_files": int(small.sum()), "opened_without_data_files": int(opened_only.sum()),
+          "size_threshold_bytes": c.size_bytes, "median_file_bytes": float(np.median(sizes)),
+          "p90_file_bytes": float(np.percentile(sizes, 90)), "total_bytes": total, "mean_file_bytes": mean,
+          "files_in_top_directory": int(dc.max()), "directories": int(len(du)), "time_on_small_files_s": cost}
+    if grids:
+        return [finding(cfg, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
+                        f"({fmt_bytes(total)} in total), chunk files of {len(grids)} Zarr array(s)", cost_s=cost,
+                        total_s=m.total_io_s, evidence={**ev, **_zarr_evidence(grids, c.zarr_chunk_bytes)},
+                        recommendation=_zarr_advice(grids, c.zarr_chunk_bytes),
+                        files=top_files(profile, m.file_ids, np.where(small, fs["meta_s"] + 1e-12, 0), cfg.report.top_files))]
+    how = (f"pack them into fewer files (HDF5/NetCDF container, Zarr with sharding, or an archive) of up to "
+           f"{fmt_bytes(c.target_chunk_bytes)}, ~{k:,} of today's files each")
+    rec = (f"{int(small.sum()):,} files averaging {fmt_bytes(mean)} (median {fmt_bytes(float(np.median(sizes)))}), "
+           f"most in {top_dir} ({int(dc.max()):,}): {how}; expected files {int(small.sum()):,} -> {after:,} "
+           f"(opens -{pct(1 - after / small.sum())})")
+    w = np.where(small, fs["meta_s"] + fs["read_s"] + fs["write_s"] + 1e-12, 0)
+    return [finding(cfg, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
+                    f"({fmt_bytes(total)} in total)", cost_s=cost, total_s=m.total_io_s, evidence=ev,
+                    recommendation=rec, files=top_files(profile, m.file_ids, w, cfg.report.top_files))]
+
+
+def _zarr_evidence(grids: dict, target: float) -> dict:
+    name = max(grids, key=lambda a: grids[a]["chunks"])
+    g = grids[name]
+    return {"zarr_arrays": len(grids), "zarr_chunk_files": int(sum(a["chunks"] for a in grids.values())),
+            "largest_array": name, "largest_array_chunk_grid": list(g["grid"]),
+            "largest_array_mean_chunk_bytes": g["mean_chunk_bytes"]}
+
+
+def _zarr_advice(grids: dict, target: float) -> str:
+    parts, before, after = [], 0, 0
+    for name, g in sorted(grids.items(), key=lambda kv: -kv[1]["chunks"]):
+        factors, new_bytes, files = merge_plan(g["grid"], g["mean_chunk_bytes"], target)
+        before, after = before + g["chunks"], after + files
+        if len(parts) < 2:
+            dims = " and ".join(f"x{f} along dimension {d} ({g['grid'][d]} chunks)" for d, f in enumerate(factors) if f > 1)
+            parts.append(f"{name.rsplit('/', 1)[-1]}: chunk grid {tuple(g['grid'])} of ~{fmt_bytes(g['mean_chunk_bytes'])} "
+                         f"per chunk file; rechunk {dims or 'not needed'} -> ~{fmt_bytes(new_bytes)} per chunk")
+    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{pct(1 - after / max(before, 1))}), "
+            "or keep the chunks and group them with Zarr v3 sharding (ShardingCodec) so one file holds many chunks")

@@ -1,0 +1,103 @@
+"""Shared files: shared-file-contention and no-collective-io.
+
+A file is shared when a shared record (rank -1) or several processes' records
+or DXT ops name it.  Contention is reported for POSIX writes to a shared file
+that MPI-IO collective calls do not coordinate; no-collective-io for MPI-IO
+files accessed by several ranks with independent calls only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import JobProfile
+from ..metrics import col, fmt_bytes, group_sum, metrics_of
+from ._common import finding, top_files
+
+
+def _ranks_per_file(profile: JobProfile, fids: np.ndarray) -> np.ndarray:
+    m = metrics_of(profile)
+    out = np.zeros(len(fids), "i8")
+    k = np.searchsorted(m.file_ids, fids)
+    ok = (k < len(m.file_ids)) & (m.file_ids[np.minimum(k, len(m.file_ids) - 1)] == fids)
+    out[ok] = m.file_ranks[k[ok]]
+    o = profile.ops
+    if len(o):
+        fu, fi = np.unique(o["file_id"], return_inverse=True)
+        n = int(o["proc"].max()) + 2
+        pairs = np.unique(fi.astype("i8") * n + (o["proc"] + 1))
+        u, c = np.unique(pairs // n, return_counts=True)
+        u = fu[u]
+        j = np.searchsorted(u, fids)
+        hit = (j < len(u)) & (u[np.minimum(j, len(u) - 1)] == fids)
+        out[hit] = np.maximum(out[hit], c[j[hit]])
+    return out
+
+
+def _mpiio_per_file(mp, fids):
+    fidx = np.searchsorted(fids, mp["file_id"])
+    g = lambda k: group_sum(fidx, col(mp, k, "f8"), len(fids))  # noqa: E731
+    coll = g("MPIIO_COLL_READS") + g("MPIIO_COLL_WRITES")
+    indep = g("MPIIO_INDEP_READS") + g("MPIIO_INDEP_WRITES") + g("MPIIO_NB_READS") + g("MPIIO_NB_WRITES")
+    small = sum(g(f"MPIIO_SIZE_{rw}_AGG_{b}") for rw in ("READ", "WRITE") for b in ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M"))
+    return coll, indep, g("MPIIO_F_READ_TIME") + g("MPIIO_F_WRITE_TIME"), small
+
+
+def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m, c = metrics_of(profile), cfg.access
+    fs = m.file_stats
+    if not len(m.file_ids):
+        return []
+    ranks = _ranks_per_file(profile, m.file_ids)
+    coll = np.zeros(len(m.file_ids))
+    mp = profile.module("MPI-IO")
+    if mp is not None:
+        fids = np.union1d(m.file_ids, mp["file_id"])
+        cl = _mpiio_per_file(mp, fids)[0]
+        coll = cl[np.searchsorted(fids, m.file_ids)]
+    paths = profile.path_of()
+    std = np.array([paths.get(int(f), "") in ("<STDIN>", "<STDOUT>", "<STDERR>") for f in m.file_ids])
+    hit = (ranks >= c.shared_min_ranks) & (fs["writes"] > 0) & (coll == 0) & ~std
+    if not hit.any():
+        return []
+    cost_f = fs["write_s"] * hit
+    i = int(np.argmax(cost_f))
+    ev = {"shared_files": int(hit.sum()), "max_writers": int(ranks[hit].max()), "writes": int(fs["writes"][hit].sum()),
+          "bytes_written": float(fs["bytes_written"][hit].sum()), "write_s": float(cost_f.sum()),
+          "mean_write_bytes": float(fs["bytes_written"][i] / max(fs["writes"][i], 1))}
+    return [finding(cfg, "shared-file-contention", f"{int(hit.sum())} file(s) written by up to {int(ranks[hit].max())} "
+                    "processes without MPI-IO collective coordination", cost_s=float(cost_f.sum()), total_s=m.total_io_s,
+                    evidence=ev, files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files),
+                    recommendation=f"{int(ranks[i])} processes write {fmt_bytes(fs['bytes_written'][i])} to one file in "
+                    f"{int(fs['writes'][i]):,} uncoordinated writes (mean {fmt_bytes(ev['mean_write_bytes'])}): use MPI-IO "
+                    "collective writes (MPI_File_write_all / HDF5 H5FD_MPIO_COLLECTIVE), give each writer stripe-aligned "
+                    "disjoint regions, or write one file per process/node")]
+
+
+def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
+    mp = profile.module("MPI-IO")
+    if mp is None:
+        return []
+    m, c = metrics_of(profile), cfg.access
+    fids = np.unique(mp["file_id"])
+    coll, indep, t, small = _mpiio_per_file(mp, fids)
+    ranks = _ranks_per_file(profile, fids)
+    shared_rec = np.isin(fids, mp["file_id"][mp["rank"] < 0])
+    ranks = np.where(shared_rec, m.nprocs, ranks)
+    hit = (ranks >= 2) & (indep >= np.maximum(c.min_ops // 10, 2 * ranks)) & (indep >= 0.9 * (indep + coll))
+    if not hit.any():
+        return []
+    # collective buffering pays off for requests below ~1 MiB; large contiguous blocks gain little
+    small_share = np.clip(small / np.maximum(indep + coll, 1), 0, 1)
+    cost_f = t * indep / np.maximum(indep + coll, 1) * small_share * hit
+    ev = {"requests_below_1MiB": int(small[hit].sum()), "files": int(hit.sum()), "independent_ops": int(indep[hit].sum()), "collective_ops": int(coll[hit].sum()),
+          "max_ranks_per_file": int(ranks[hit].max()), "mpiio_time_s": float(cost_f.sum())}
+    # MPI-IO time includes the POSIX time below it, so the share is capped at 1 by finding()
+    return [finding(cfg, "no-collective-io", f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
+                    f"file(s), {int(coll[hit].sum()):,} collective", cost_s=float(cost_f.sum()), total_s=m.total_io_s,
+                    evidence=ev, files=top_files(profile, fids, cost_f, cfg.report.top_files),
+                    recommendation="switch to collective calls (MPI_File_read_all/write_all; HDF5 "
+                    "H5Pset_dxpl_mpio(H5FD_MPIO_COLLECTIVE); PnetCDF *_all) so ROMIO aggregates the "
+                    f"{int(indep[hit].sum()):,} requests into large contiguous ones (tune cb_nodes/cb_buffer_size)")]

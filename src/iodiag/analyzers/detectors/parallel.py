@@ -1,0 +1,196 @@
+"""Across processes: straggler-process, rank-imbalance, inactive-ranks.
+
+Skew findings cost wall time, not process-seconds: the job waits for its
+slowest process.  Their ``est_cost_s`` is the excess of the slowest process
+over the median one and their share is taken of the I/O critical path (the
+largest per-process I/O time), so a straggler that doubles the critical path
+is "high" even when it is one process of a thousand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import JobProfile
+from ..metrics import col, fmt_bytes, group_sum, metrics_of, robust_z
+from ._common import finding, top_files
+
+# highest interface first: the level at which the application itself asks for data
+_LEVELS = (("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR"), ("MPI-IO", "MPIIO"), ("POSIX", "POSIX"), ("STDIO", "STDIO"))
+
+
+def _proc_times(profile: JobProfile) -> np.ndarray:
+    """Per-process I/O seconds: DXT busy time plus metadata seconds when the trace is complete, else counters."""
+    m = metrics_of(profile)
+    if not m.dxt_complete:
+        return m.proc_io_s
+    o = profile.ops
+    pos = o["module"] == 0
+    busy = group_sum(np.clip(o["proc"][pos], 0, None), (o["end_s"] - o["start_s"])[pos], m.nprocs)[: m.nprocs]
+    lv = m.level
+    own = lv["proc"] >= 0
+    meta = group_sum(lv["proc"][own], lv["meta_s"][own], m.nprocs)[: m.nprocs]
+    return busy + meta + (lv["meta_s"][~own].sum() + (lv["read_s"] + lv["write_s"])[~own & (lv["module"] == "STDIO")].sum()) / m.nprocs
+
+
+def _rows_of(profile: JobProfile, proc: int) -> tuple[np.ndarray, np.ndarray]:
+    """Level rows of one process: its own records plus shared records naming it as the slowest rank (weighted by its share)."""
+    lv = metrics_of(profile).level
+    pr = profile.processes
+    log = int(pr["log"][proc]) if proc < len(pr) else 0
+    rank = int(pr["rank"][proc]) if proc < len(pr) else proc
+    tot = lv["read_s"] + lv["write_s"] + lv["meta_s"]
+    shared = (lv["proc"] < 0) & (lv["log"] == log) & (lv["slow_rank"] == rank)
+    w = np.where(shared, np.divide(lv["slow_s"], tot, out=np.zeros(len(lv)), where=tot > 0).clip(0, 1), 1.0)
+    return (lv["proc"] == proc) | shared, w
+
+
+def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m, c = metrics_of(profile), cfg.stragglers
+    x = _proc_times(profile)
+    active = x > 0
+    if active.sum() < c.min_processes:
+        return []
+    z, med, mad = robust_z(x[active])
+    excess = x[active] - med
+    # a process that is slow because it carries more bytes is rank-imbalance, not a straggler
+    b = m.proc_bytes[active]
+    heavy = b >= cfg.access.imbalance_ratio * max(float(np.median(b)), 1.0)
+    slow = (z > c.mad_factor) & (excess >= max(c.min_excess_s, c.min_excess_share * med)) & ~heavy
+    if not slow.any():
+        return []
+    procs = np.flatnonzero(active)[slow]
+    order = np.argsort(-x[procs])
+    procs = procs[order]
+    worst = int(procs[0])
+    lv = m.level
+    mine, wgt = _rows_of(profile, worst)
+    t_row = (lv["read_s"] + lv["write_s"] + lv["meta_s"]) * wgt
+    split = {k: float((lv[k] * wgt)[mine].sum()) for k in ("read_s", "write_s", "meta_s")}
+    ev = {"stragglers": int(len(procs)), "processes_with_io": int(active.sum()), "median_io_s": med, "mad_io_s": mad,
+          "slowest_io_s": float(x[worst]), "slowest_robust_z": float(z[slow][order][0]),
+          "slowest_excess_s": float(x[worst] - med), **{f"slowest_{k}": v for k, v in split.items()},
+          "source": "dxt" if m.dxt_complete else "counters"}
+    what = max(split, key=split.get).replace("_s", "") if any(split.values()) else "I/O"
+    ost = _common_ost(profile, procs)
+    if ost:
+        ev.update(ost)
+    files = top_files(profile, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
+    return [finding(cfg, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
+                    f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", cost_s=float(x[worst] - med),
+                    total_s=max(m.critical_io_s, float(x.max())), evidence=ev, files=files,
+                    processes=[int(p) for p in procs[: cfg.report.top_processes]],
+                    recommendation=f"process {worst} spends most of its time in {what} on {files[0] if files else 'its files'}"
+                    f"; it moves no more data than its peers, so look at where it runs: "
+                    + (f"{ost['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ost['suspect_ost']} "
+                       f"(vs {ost['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
+                       "away from it (lfs setstripe -o); " if ost else "check its node and storage target; ")
+                    + f"the job waits ~{x[worst] - med:.1f} s for it")]
+
+
+def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
+    """The Lustre OST most over-represented among the stragglers' files."""
+    lus = profile.module("LUSTRE")
+    if lus is None or not len(procs):
+        return {}
+    strag = np.isin(lus["proc"], procs)
+    if not strag.any():
+        return {}
+    def count(mask):
+        ids = [int(o) for txt in lus["osts"][mask] for o in str(txt).split(",") if o.strip().lstrip("-").isdigit()]
+        return np.bincount(ids, minlength=1) if ids else np.zeros(1, "i8")
+    a, b = count(strag), count(~strag)
+    n = max(len(a), len(b))
+    a, b = np.pad(a, (0, n - len(a))), np.pad(b, (0, n - len(b)))
+    ratio = (a / max(strag.sum(), 1)) / ((b + 1) / max((~strag).sum(), 1))
+    o = int(np.argmax(ratio))
+    if a[o] < 2 or a[o] < 0.5 * strag.sum():
+        return {}
+    return {"suspect_ost": o, "suspect_ost_straggler_files": int(a[o]), "suspect_ost_other_files": int(b[o])}
+
+
+def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m, c = metrics_of(profile), cfg.access
+    b = m.proc_bytes
+    if m.nprocs < 2 or b.max() <= 0:
+        return []
+    med = float(np.median(b))
+    ratio = float(b.max() / med) if med > 0 else float("inf")
+    if ratio < c.imbalance_ratio:
+        return []
+    heavy = np.flatnonzero(b >= c.imbalance_ratio * max(med, 1.0))
+    t = m.proc_io_s
+    ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
+          "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
+          "max_io_s": float(t.max()), "median_io_s": float(np.median(t))}
+    note = ""
+    mp = profile.module("MPI-IO")
+    if mp is not None:
+        mb = col(mp, "MPIIO_BYTES_READ", "f8") + col(mp, "MPIIO_BYTES_WRITTEN", "f8")
+        if (mp["rank"] < 0).any() or mb.sum() == 0:
+            note = ""
+        else:
+            per = group_sum(mp["proc"], mb, m.nprocs)[: m.nprocs]
+            ev["mpiio_max_over_median"] = float(per.max() / max(np.median(per), 1))
+        coll = col(mp, "MPIIO_COLL_WRITES").sum() + col(mp, "MPIIO_COLL_READS").sum()
+        if coll:
+            note = (" MPI-IO collective calls are present, so POSIX traffic concentrates on the collective-buffering "
+                    "aggregators: raise their number (cb_nodes / romio_cb_write, one per OST or node) and stripe the "
+                    "file over more OSTs;")
+    heavy_sorted = heavy[np.argsort(-b[heavy])]
+    lv = m.level
+    mine, w = _rows_of(profile, int(heavy_sorted[0]))
+    fb = (lv["bytes_read"] + lv["bytes_written"]) * np.where(lv["proc"] < 0, np.divide(lv["slow_bytes"], np.maximum(lv["bytes_read"] + lv["bytes_written"], 1)).clip(0, 1), 1.0)
+    files = top_files(profile, lv["file_id"][mine], fb[mine], cfg.report.top_files)
+    lus = profile.module("LUSTRE")
+    if files and lus is not None:
+        fid = {v: k for k, v in profile.path_of().items()}.get(files[0])
+        sc = lus["stripe_count"][lus["file_id"] == fid] if fid is not None else []
+        if len(sc):
+            ev["top_file_stripe_count"] = int(sc.max())
+            note += f" {files[0]} has a Lustre stripe count of {int(sc.max())}: stripe it wider (lfs setstripe -c 8 or more);"
+    # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
+    return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {m.nprocs} processes move {ev['share_of_bytes_on_heavy']:.0%} "
+                    f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
+                    cost_s=float(t.max() - np.median(t)), total_s=m.critical_io_s, evidence=ev, files=files,
+                    processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
+                    recommendation=f"spread the I/O:{note} give every process a similar share of the data "
+                    f"(today {len(heavy)} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")]
+
+
+def _data_ops(t, pre: str) -> np.ndarray:
+    return col(t, f"{pre}_READS") + col(t, f"{pre}_WRITES")
+
+
+def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
+    m = metrics_of(profile)
+    n = m.nprocs
+    logs = profile.processes["log"]
+    # only ranks of one parallel program (a log of >= 2 processes); separate 1-process logs are separate programs
+    eligible = np.zeros(n, bool)
+    eligible[profile.processes["proc"]] = np.bincount(logs)[logs] >= 2 if len(logs) else False
+    if eligible.sum() < 2:
+        return []
+    for mod, pre in _LEVELS:
+        t = profile.module(mod)
+        if t is None or _data_ops(t, pre).sum() == 0:
+            continue
+        ops = _data_ops(t, pre)
+        if ((t["rank"] < 0) & (ops > 0)).any():
+            return []  # a shared record hides which ranks did the work
+        per = np.bincount(t["proc"][ops > 0], weights=ops[ops > 0], minlength=n)[:n]
+        idle = np.flatnonzero((per == 0) & eligible)
+        if not len(idle):
+            return []
+        n = int(eligible.sum())
+        active = n - len(idle)
+        cost = m.critical_io_s * len(idle) / n  # I/O the idle ranks could have taken off the critical path
+        ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
+              "data_ops_on_active": int(per.sum()), "critical_io_s": m.critical_io_s}
+        return [finding(cfg, "inactive-ranks", f"{len(idle)} of {n} processes issue no {mod} reads or writes",
+                        cost_s=cost, total_s=m.critical_io_s, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]],
+                        recommendation=f"only {active} of {n} processes move data at the {mod} level: distribute "
+                        f"the data over all ranks (or run with {active} processes and save {len(idle)} idle ones)")]
+    return []

@@ -1,0 +1,56 @@
+"""weak-scaling-loss: compare runs of one workload at several process counts.
+
+Not a per-profile detector (it needs a set of profiles), so it is not in
+``DETECTORS``; sweeps call ``compare_scaling(profiles)``.  Under weak scaling
+each process keeps the same work, so its I/O bandwidth (bytes per process /
+mean per-process I/O seconds) should stay flat.  Efficiency of a run is its
+per-process bandwidth over that of the smallest run; below
+``stragglers.scaling_efficiency`` it is a loss.  Runs whose bytes per process
+differ by more than 25 % are still compared by bandwidth, and the evidence
+says the sweep was not strictly weak.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import JobProfile
+from ..metrics import fmt_bytes, metrics_of
+from ._common import finding
+
+
+def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -> list[Finding]:
+    cfg = cfg or Config()
+    rows = []
+    for p in profiles:
+        m = metrics_of(p)
+        if m.total_io_s <= 0:
+            continue
+        per_b = float(m.proc_bytes.sum()) / m.nprocs
+        per_t = m.total_io_s / m.nprocs
+        rows.append((m.nprocs, per_b, per_t, per_b / per_t, m.critical_io_s, p.job.job_id))
+    if len({r[0] for r in rows}) < 2:
+        return []
+    rows.sort(key=lambda r: (r[0], -r[3]))
+    base = rows[0]
+    eff = np.array([r[3] / base[3] for r in rows])
+    worst = int(np.argmin(eff))
+    if eff[worst] >= cfg.stragglers.scaling_efficiency:
+        return []
+    w = rows[worst]
+    weak = all(abs(r[1] / base[1] - 1) <= 0.25 for r in rows)
+    ev = {"runs": len(rows), "processes": [r[0] for r in rows], "bytes_per_process": [r[1] for r in rows],
+          "io_s_per_process": [r[2] for r in rows], "efficiency": [float(e) for e in eff],
+          "strictly_weak": weak, "jobs": [r[5] for r in rows]}
+    # what the worst run lost: its per-process I/O time beyond what the base bandwidth would need
+    lost = w[2] - w[1] / base[3]
+    return [finding(cfg, "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
+                    f"{base[0]} to {w[0]} processes", cost_s=lost * w[0], total_s=w[2] * w[0], evidence=ev,
+                    recommendation=f"at {w[0]} processes each moves {fmt_bytes(w[1])} at {fmt_bytes(w[3])}/s against "
+                    f"{fmt_bytes(base[3])}/s at {base[0]}: the shared storage saturates or the processes contend; "
+                    "aggregate (fewer writers: collective I/O, one writer per node), stripe wider, or cap the "
+                    f"process count near the last efficient run")]

@@ -1,0 +1,121 @@
+"""small-io: many requests below the size threshold, split by what would fix them.
+
+Counters give, per file, how many reads/writes fall in Darshan's size buckets
+below ``small_io.size_bytes`` and their share of the file's read/write time.
+With a complete DXT trace the pattern of the small ops is measured exactly:
+``consecutive`` (offset continues the previous op: a buffer merges them),
+``strided`` (a constant offset step: read whole blocks or relayout), or
+``random``.  Without DXT the same split comes from CONSEC/STRIDE counters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import OP, OPS_MODULE, JobProfile
+from ..metrics import fmt_bytes, group_sum, metrics_of, ops_groups, size_hist, small_bucket_count
+from ._common import finding, pct, top_files, top_procs
+
+
+def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
+    o = profile.ops
+    m = (o["op"] <= OP["write"]) & (o["module"] == OPS_MODULE["POSIX"]) & (o["length"] < size) & np.isin(o["file_id"], fids)
+    t, gid, same = ops_groups(o, m)
+    if not len(t):
+        return {}
+    off, ln = t["offset"], t["length"]
+    consec = np.zeros(len(t), bool)
+    consec[1:] = same[1:] & (off[1:] == off[:-1] + ln[:-1])
+    step = np.zeros(len(t), "i8")
+    step[1:] = off[1:] - off[:-1]
+    other = same & ~consec
+    repeat = other & (step == 0)
+    stride, n_stride = 0, 0
+    if (other & ~repeat).any():
+        u, c = np.unique(step[other & ~repeat], return_counts=True)
+        stride, n_stride = int(u[c.argmax()]), int(c.max())
+    # runs of consecutive ops; with a buffer of `buf` bytes a run costs ceil(bytes / buf) requests
+    run = np.cumsum(~consec) - 1
+    run_len = np.bincount(run)
+    run_bytes = np.bincount(run, weights=ln)
+    multi = run_len > 1
+    n_consec = int(consec.sum())
+    return dict(dxt_small_ops=int(len(t)), consecutive_ops=n_consec, strided_ops=n_stride, stride_bytes=stride,
+                same_offset_ops=int(repeat.sum()), random_ops=int(len(t) - n_consec - n_stride - repeat.sum()),
+                ops_in_consecutive_runs=int(run_len[multi].sum()),
+                requests_after_buffering=int(np.ceil(run_bytes[multi] / buf).sum()))
+
+
+def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
+    t = profile.module("POSIX")
+    if t is None:
+        return []
+    c = cfg.small_io
+    m = metrics_of(profile)
+    nb, edge = small_bucket_count(c.size_bytes)
+    reads, writes = t["POSIX_READS"].clip(0), t["POSIX_WRITES"].clip(0)
+    sr = size_hist(t, "POSIX_SIZE_READ_")[:, :nb].sum(1)
+    sw = size_hist(t, "POSIX_SIZE_WRITE_")[:, :nb].sum(1)
+    rt, wt = t["POSIX_F_READ_TIME"].clip(0), t["POSIX_F_WRITE_TIME"].clip(0)
+    cost_row = rt * sr / np.maximum(reads, 1) + wt * sw / np.maximum(writes, 1)
+    fids, fidx = np.unique(t["file_id"], return_inverse=True)
+    small_f = group_sum(fidx, (sr + sw).astype("f8"), len(fids))
+    ops_f = group_sum(fidx, (reads + writes).astype("f8"), len(fids))
+    hit = (small_f >= c.min_ops) & (small_f >= c.min_share * np.maximum(ops_f, 1))
+    if not hit.any():
+        return []
+    rows = hit[fidx]
+    cost_f = group_sum(fidx, cost_row, len(fids))
+    cost = float(cost_row[rows].sum())
+    n_small, n_ops = int((sr + sw)[rows].sum()), int((reads + writes)[rows].sum())
+    consec = (t["POSIX_CONSEC_READS"].clip(0) + t["POSIX_CONSEC_WRITES"].clip(0))[rows].sum()
+    strides = sum(t[f"POSIX_STRIDE{i}_COUNT"].clip(0)[rows].sum() for i in range(1, 5))
+    s1 = t["POSIX_STRIDE1_STRIDE"][rows]
+    ev = {"small_threshold_bytes": edge, "small_reads": int(sr[rows].sum()), "small_writes": int(sw[rows].sum()),
+          "small_share_of_ops": n_small / max(n_ops, 1), "files_with_small_io": int(hit.sum()),
+          "consecutive_ops_counter": int(consec), "strided_ops_counter": int(strides),
+          "top_stride_gap_bytes": int(s1[np.argmax(t["POSIX_STRIDE1_COUNT"][rows])]) if rows.any() else 0}
+    pat = _dxt_pattern(profile, fids[hit], edge, c.buffer_bytes) if len(profile.ops) else {}
+    if pat:
+        pat["dxt_complete"] = m.dxt_complete  # a partial trace is a sample: its counts are lower bounds
+    ev.update(pat)
+    procs = group_sum(np.clip(t["proc"][rows], 0, None), (sr + sw)[rows].astype("f8"), m.nprocs)
+    top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
+    if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
+        ev["array_file"] = top[0]
+    return [finding(cfg, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
+                    cost_s=cost, total_s=m.total_io_s, evidence=ev, recommendation=_advice(ev, pat, n_small, c.buffer_bytes),
+                    files=top, processes=top_procs(procs, cfg.report.top_processes))]
+
+
+def _advice(ev: dict, pat: dict, n_small: int, buf: int) -> str:
+    parts = []
+    n_con = pat.get("consecutive_ops", ev["consecutive_ops_counter"])
+    n_str = pat.get("strided_ops", ev["strided_ops_counter"])
+    if n_con >= 0.2 * n_small:
+        after = pat.get("requests_after_buffering")
+        before = pat.get("ops_in_consecutive_runs", 0)
+        gain = f"; expected small requests {before:,} -> {after:,} ({pct(1 - after / max(before, 1))} fewer)" if after else ""
+        parts.append(f"{n_con:,} small ops continue the previous offset: buffer them (e.g. open(..., buffering={buf}) "
+                     f"or write whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
+    if n_str >= 0.2 * n_small:
+        stride = pat.get("stride_bytes") or ev["top_stride_gap_bytes"]
+        what = "offset step" if pat else "gap between accesses"
+        parts.append(f"{n_str:,} small ops step through the file at a constant {what} of {stride:,} B (strided, not random): "
+                     f"read the whole strided region in large blocks and slice in memory, or rechunk/relayout so the "
+                     f"fields read together are contiguous; each {stride:,} B step now costs one request")
+        if ev.get("array_file"):
+            parts.append(f"{ev['array_file']} is NetCDF/HDF5: a {stride:,} B step is one record/slab of the variable, so "
+                         "each time step is read separately; request many steps at once (larger Dask chunks along that "
+                         "dimension, e.g. open_dataset(chunks={'time': 24})) or rechunk the file (nccopy -c / h5repack -l)")
+    if pat.get("same_offset_ops", 0) >= 0.2 * n_small:
+        parts.append(f"{pat['same_offset_ops']:,} small ops re-access the offset of the previous op (the same bytes "
+                     f"again, typical of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
+                     f"H5Pset_meta_block_size, or open the file once per process)")
+    rnd = pat.get("random_ops", max(n_small - n_con - n_str, 0))
+    if rnd >= 0.2 * n_small or not parts:
+        parts.append(f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO collective "
+                     f"buffering, a read cache, or larger chunks)")
+    return "; ".join(parts)

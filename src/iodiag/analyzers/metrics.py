@@ -1,0 +1,241 @@
+"""Derived numbers shared by the detectors (NumPy group-bys over profile tables).
+
+Every detector needs the same few aggregates: per-file and per-process op
+counts, bytes and I/O seconds, the access-size histogram, and the job's total
+I/O time that cost shares are divided by.  ``metrics_of(profile)`` computes
+them once per profile (cached while the profile lives) so that twenty
+detectors do not each regroup 600k DXT segments.
+
+Conventions
+-----------
+* "POSIX level" rows are POSIX and STDIO counter records together: the calls
+  that reach the file system.  MPI-IO time includes the POSIX time beneath it,
+  so it is never added to the total.
+* ``total_io_s`` (process-seconds) = read + write + metadata seconds at the
+  POSIX level.  When a profile has no POSIX/STDIO counters (embedded collector
+  with ops only), it is the summed duration of the ``ops`` rows instead.
+* Shared-file records (``rank == -1``) sum their counters over all ranks of
+  their log.  Per-process arrays give the record's slowest rank
+  (``*_SLOWEST_RANK``) its own bytes and seconds and spread the rest evenly
+  over the other ranks of that log (``shared_spread_s`` says how much).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..profile import OP, JobProfile, Table
+
+# Darshan access-size buckets: suffix and upper edge in bytes
+SIZE_BUCKETS: tuple[tuple[str, float], ...] = (
+    ("0_100", 100), ("100_1K", 1024), ("1K_10K", 10 * 1024), ("10K_100K", 100 * 1024),
+    ("100K_1M", 1024 ** 2), ("1M_4M", 4 * 1024 ** 2), ("4M_10M", 10 * 1024 ** 2),
+    ("10M_100M", 100 * 1024 ** 2), ("100M_1G", 1024 ** 3), ("1G_PLUS", float("inf")),
+)
+META_OPS = ("open", "close", "stat", "seek", "fsync", "readdir", "mkdir", "rename", "unlink")
+
+# POSIX-level counter names per module (missing ones read as zero)
+_LEVEL = {
+    "POSIX": dict(reads="POSIX_READS", writes="POSIX_WRITES", bytes_read="POSIX_BYTES_READ",
+                  bytes_written="POSIX_BYTES_WRITTEN", read_s="POSIX_F_READ_TIME", write_s="POSIX_F_WRITE_TIME",
+                  meta_s="POSIX_F_META_TIME", opens="POSIX_OPENS", stats="POSIX_STATS", seeks="POSIX_SEEKS",
+                  fsyncs="POSIX_FSYNCS", fdsyncs="POSIX_FDSYNCS", max_read="POSIX_MAX_BYTE_READ",
+                  max_written="POSIX_MAX_BYTE_WRITTEN", first_s="POSIX_F_OPEN_START_TIMESTAMP",
+                  last_s="POSIX_F_CLOSE_END_TIMESTAMP", slow_rank="POSIX_SLOWEST_RANK",
+                  slow_bytes="POSIX_SLOWEST_RANK_BYTES", slow_s="POSIX_F_SLOWEST_RANK_TIME"),
+    "STDIO": dict(reads="STDIO_READS", writes="STDIO_WRITES", bytes_read="STDIO_BYTES_READ",
+                  bytes_written="STDIO_BYTES_WRITTEN", read_s="STDIO_F_READ_TIME", write_s="STDIO_F_WRITE_TIME",
+                  meta_s="STDIO_F_META_TIME", opens="STDIO_OPENS", stats=None, seeks="STDIO_SEEKS",
+                  fsyncs="STDIO_FLUSHES", fdsyncs=None, max_read="STDIO_MAX_BYTE_READ",
+                  max_written="STDIO_MAX_BYTE_WRITTEN", first_s="STDIO_F_OPEN_START_TIMESTAMP",
+                  last_s="STDIO_F_CLOSE_END_TIMESTAMP", slow_rank="STDIO_SLOWEST_RANK",
+                  slow_bytes="STDIO_SLOWEST_RANK_BYTES", slow_s="STDIO_F_SLOWEST_RANK_TIME"),
+}
+_FLOAT = ("read_s", "write_s", "meta_s", "first_s", "last_s", "slow_s")
+
+
+def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:
+    """A counter column, or zeros when the module does not have it; negatives (Darshan's -1) as 0."""
+    if name is None or name not in t:
+        return np.zeros(len(t), dtype=dtype)
+    a = t[name]
+    return np.where(a > 0, a, 0).astype(dtype, copy=False)
+
+
+def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO")) -> Table:
+    """POSIX-level counter rows of several modules in one table with common names."""
+    parts = []
+    for mod in modules:
+        t = profile.module(mod)
+        if t is None:
+            continue
+        cols = {"proc": t["proc"], "rank": t["rank"], "file_id": t["file_id"],
+                "log": t["log"] if "log" in t else np.zeros(len(t), "i8"),
+                "module": np.full(len(t), mod, dtype=object)}
+        for key, name in _LEVEL[mod].items():
+            cols[key] = col(t, name, "f8" if key in _FLOAT else "i8")
+        parts.append(Table(cols))
+    if not parts:
+        z = np.zeros(0)
+        return Table({"proc": z.astype("i8"), "rank": z.astype("i8"), "file_id": z.astype("u8"), "log": z.astype("i8"),
+                      "module": z.astype(object), **{k: z.astype("f8" if k in _FLOAT else "i8") for k in _LEVEL["POSIX"]}})
+    return Table.concat(parts)
+
+
+def size_hist(t: Table, prefix: str) -> np.ndarray:
+    """(rows, 10) access-size histogram, e.g. prefix 'POSIX_SIZE_READ_' or 'MPIIO_SIZE_WRITE_AGG_'."""
+    return np.stack([col(t, prefix + s) for s, _ in SIZE_BUCKETS], axis=1) if len(t) else np.zeros((0, 10), "i8")
+
+
+def small_bucket_count(size_bytes: int) -> tuple[int, int]:
+    """How many leading buckets lie wholly below size_bytes, and the edge that makes them small."""
+    n = 0
+    for _, edge in SIZE_BUCKETS:
+        if edge <= size_bytes:
+            n += 1
+    return n, int(SIZE_BUCKETS[n - 1][1]) if n else 0
+
+
+def group_sum(keys: np.ndarray, values: np.ndarray, n: int | None = None) -> np.ndarray:
+    return np.bincount(keys, weights=values, minlength=n or 0).astype("f8", copy=False)
+
+
+def robust_z(x: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Robust z-score (0.6745 (x - median) / MAD); MAD floored so equal peers do not divide by zero."""
+    med = float(np.median(x)) if len(x) else 0.0
+    mad = float(np.median(np.abs(x - med))) if len(x) else 0.0
+    floor = max(mad, 1e-3 * abs(med), 1e-9)
+    return 0.6745 * (x - med) / floor, med, mad
+
+
+@dataclass
+class Metrics:
+    nprocs: int
+    level: Table  # POSIX-level rows (POSIX + STDIO), common names
+    total_io_s: float  # process-seconds of read + write + metadata
+    rw_s: float
+    meta_s: float
+    proc_io_s: np.ndarray  # per process (index = proc)
+    proc_bytes: np.ndarray
+    proc_ops: np.ndarray
+    shared_spread_s: float
+    file_ids: np.ndarray  # unique file ids with POSIX-level records
+    file_idx: np.ndarray  # row of level -> index into file_ids
+    file_stats: dict[str, np.ndarray] = field(default_factory=dict)  # per-file sums
+    file_ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, "i8"))  # processes touching each file
+    dxt_complete: bool = False
+    critical_io_s: float = 0.0  # largest per-process I/O time (the I/O critical path)
+
+    def share(self, cost_s: float) -> float | None:
+        return float(cost_s / self.total_io_s) if self.total_io_s > 0 else None
+
+
+def _attribute_shared(profile, lv, t_row, bytes_row, ops_row, proc_io, proc_bytes, proc_ops, n) -> None:
+    """Add shared records to per-process arrays: the slowest rank gets its share, the rest spread evenly."""
+    pr = profile.processes
+    if not len(pr):
+        return
+    nlog = int(pr["log"].max()) + 1
+    first = np.full(nlog, np.iinfo("i8").max, "i8")
+    np.minimum.at(first, pr["log"], pr["proc"])
+    size = np.bincount(pr["log"], minlength=nlog)
+    idx = np.flatnonzero(lv["proc"] < 0)
+    log = np.clip(lv["log"][idx], 0, nlog - 1)
+    lo, k, slow = first[log], size[log], lv["slow_rank"][idx]
+    ok = (k > 1) & (slow >= 0) & (slow < k)
+    others = np.maximum(k - 1, 1)
+    proc_log = np.zeros(n, "i8")
+    proc_log[pr["proc"]] = pr["log"]
+    for arr, val, part in ((proc_io, t_row[idx], lv["slow_s"][idx]), (proc_bytes, bytes_row[idx], lv["slow_bytes"][idx].astype("f8")),
+                           (proc_ops, ops_row[idx], None)):
+        if part is None:  # ops follow the bytes split
+            part = val * np.divide(lv["slow_bytes"][idx], bytes_row[idx], out=np.zeros(len(idx)), where=bytes_row[idx] > 0)
+        frac = np.where(ok, np.clip(np.divide(part, val, out=np.zeros(len(idx)), where=val > 0), 0, 1), 1.0 / np.maximum(k, 1))
+        spread = np.where(k > 1, val * (1 - frac) / others, 0.0)
+        arr += np.bincount(log, weights=spread, minlength=nlog)[proc_log]
+        target = np.where(ok, lo + slow, lo)
+        np.add.at(arr, target, np.where(k > 1, val * frac - spread, val))
+
+
+def _compute(profile: JobProfile) -> Metrics:
+    n = max(int(profile.job.nprocs), len(profile.processes), 1)
+    lv = level_rows(profile)
+    rw = lv["read_s"] + lv["write_s"]
+    t_row = rw + lv["meta_s"]
+    bytes_row = (lv["bytes_read"] + lv["bytes_written"]).astype("f8")
+    ops_row = (lv["reads"] + lv["writes"]).astype("f8")
+    own = lv["proc"] >= 0
+    proc = np.where(own, lv["proc"], 0)
+    proc_io = group_sum(proc[own], t_row[own], n)[:n]
+    proc_bytes = group_sum(proc[own], bytes_row[own], n)[:n]
+    proc_ops = group_sum(proc[own], ops_row[own], n)[:n]
+    spread = float(t_row[~own].sum())
+    if spread or (~own).any():
+        _attribute_shared(profile, lv, t_row, bytes_row, ops_row, proc_io, proc_bytes, proc_ops, n)
+    total = float(t_row.sum())
+    rw_s, meta_s = float(rw.sum()), float(lv["meta_s"].sum())
+    ops = profile.ops
+    if not len(lv) and len(ops):  # ops-only profile (embedded collector)
+        dur = ops["end_s"] - ops["start_s"]
+        is_rw = ops["op"] <= OP["write"]
+        rw_s, meta_s = float(dur[is_rw].sum()), float(dur[~is_rw].sum())
+        total = rw_s + meta_s
+        p = np.clip(ops["proc"], 0, None)
+        proc_io = group_sum(p, dur, n)[:n]
+        proc_bytes = group_sum(p[is_rw], ops["length"][is_rw].astype("f8"), n)[:n]
+        proc_ops = np.bincount(p[is_rw], minlength=n)[:n].astype("f8")
+    fids, fidx = np.unique(lv["file_id"], return_inverse=True) if len(lv) else (np.zeros(0, "u8"), np.zeros(0, "i8"))
+    nf = len(fids)
+    fs = {k: group_sum(fidx, lv[k].astype("f8"), nf) for k in
+          ("reads", "writes", "bytes_read", "bytes_written", "read_s", "write_s", "meta_s", "opens", "stats", "seeks", "fsyncs")}
+    fs["size_bytes"] = np.zeros(nf)
+    if nf:
+        np.maximum.at(fs["size_bytes"], fidx, np.maximum(lv["max_read"], lv["max_written"]) + 1.0)
+        fs["size_bytes"][(fs["bytes_read"] + fs["bytes_written"]) == 0] = 0
+    # processes per file: a shared record counts every process
+    ranks = np.bincount(fidx[own], minlength=nf).astype("i8") if nf else np.zeros(0, "i8")
+    if nf and (~own).any():
+        ranks[np.unique(fidx[~own])] = n
+    partial = set(profile.job.partial_modules)
+    dxt = bool(len(ops)) and not ({"DXT_POSIX", "DXT_MPIIO"} & partial)
+    return Metrics(nprocs=n, level=lv, total_io_s=total, rw_s=rw_s, meta_s=meta_s, proc_io_s=proc_io,
+                   proc_bytes=proc_bytes, proc_ops=proc_ops, shared_spread_s=spread, file_ids=fids, file_idx=fidx,
+                   file_stats=fs, file_ranks=np.minimum(ranks, n), dxt_complete=dxt,
+                   critical_io_s=float(proc_io.max()) if len(proc_io) else 0.0)
+
+
+_CACHE: dict[int, tuple[weakref.ref, Metrics]] = {}
+
+
+def metrics_of(profile: JobProfile) -> Metrics:
+    """Metrics of a profile, computed once while the profile object lives."""
+    key = id(profile)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0]() is profile:
+        return hit[1]
+    m = _compute(profile)
+    _CACHE[key] = (weakref.ref(profile, lambda _r, k=key: _CACHE.pop(k, None)), m)
+    return m
+
+
+def ops_groups(ops: Table, mask: np.ndarray | None = None) -> tuple[Table, np.ndarray, np.ndarray]:
+    """Ops sorted by (proc, file, op kind, start) with a group id per (proc, file, op) and a 'same group as previous row' flag."""
+    t = ops if mask is None else ops.filter(mask)
+    order = np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"]))
+    t = t.take(order)
+    if not len(t):
+        return t, np.zeros(0, "i8"), np.zeros(0, bool)
+    same = np.zeros(len(t), bool)
+    same[1:] = (t["proc"][1:] == t["proc"][:-1]) & (t["file_id"][1:] == t["file_id"][:-1]) & (t["op"][1:] == t["op"][:-1])
+    gid = np.cumsum(~same) - 1
+    return t, gid, same
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, div in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if abs(n) >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{int(n)} B"

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import time
 import shutil
 import subprocess
 import sys
@@ -23,6 +26,9 @@ from iodiag.collectors import darshan as dcol
 from iodiag.errors import CollectorError
 from iodiag.jobs.store import find_job, list_jobs
 from iodiag.profile import OP, OPS_MODULE
+
+
+LOG_DONE = re.compile(r"_id\d+-\d+_\d+-\d+-\d+-\d+_\d+\.darshan$")
 
 
 def _runtime_or_none():
@@ -204,3 +210,49 @@ def test_eight_concurrent_runs_make_eight_complete_jobs(tmp_path):
     assert len(outputs) == 8  # each job recorded its own command
     ids_printed = {o[1].decode().rsplit("iodiag report ", 1)[1].strip() for o in outs}
     assert ids_printed == {j.id for j in jobs}
+
+
+SHUTDOWN = r'''
+import os, sys
+print(os.getpid(), flush=True)
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+for i in range(200000):
+    os.pwrite(fd, b"x" * 64, (i * 7919) % 50_000_000)
+os.close(fd)
+sys.stdin.readline()  # exit when told to
+'''
+
+
+def test_process_killed_while_darshan_writes_its_log_is_recovered(runtime, tmp_path):
+    """Darshan unlinks its mmap log when its shutdown starts; a kill then leaves nothing -- except iodiag's link."""
+    if runtime.mmap_logs is False:
+        pytest.skip("this Darshan runtime was built with --disable-mmap-logs")
+    script = tmp_path / "shut.py"
+    script.write_text(SHUTDOWN)
+    home = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "iodiag", "run", "--darshan", "--dxt", str(script), str(tmp_path / "f.bin")],
+                            env=cli_env({"IODIAG_HOME": str(home)}), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    pid = int(proc.stdout.readline())
+    deadline = time.time() + 60
+    mmap = []
+    while not mmap and time.time() < deadline:
+        mmap = list(home.glob("jobs/*/logs/mmap/*.darshan"))
+        time.sleep(0.01)
+    assert mmap, "Darshan made no mmap log"
+    time.sleep(2.0)  # the watch has linked it by now (it looks at least once a second)
+    proc.stdin.write(b"\n")
+    proc.stdin.flush()
+    while mmap[0].exists() and time.time() < deadline:
+        time.sleep(0.0005)
+    os.kill(pid, signal.SIGKILL)  # Darshan's shutdown has begun: its mmap log is already unlinked
+    proc.communicate(timeout=120)
+    assert proc.returncode == 137
+    rec = find_job("last", root=home)
+    if any(LOG_DONE.search(p) for p in rec.data["artefacts"]["logs"]):
+        pytest.skip("Darshan finished writing its log before the kill landed")
+    assert [(r["pid"], r["when"]) for r in rec.data["recovered_logs"]] == [(pid, "during shutdown")]
+    prof = load_job_record(rec)
+    assert int(prof.counters["POSIX"]["POSIX_WRITES"].sum()) >= 200000  # every write up to the kill
+    assert not any(i.kind == "no-end-time" for i in prof.issues_seen)  # the shutdown had stamped the end time
+    assert any(i.kind == "recovered-mmap" for i in prof.issues_seen)

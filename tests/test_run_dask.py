@@ -79,7 +79,11 @@ def test_conversion_job_has_processes_ops_and_tasks_that_match_the_dask_run(tmp_
     truth = json.loads((tmp_path / "truth.json").read_text())
     worker_pids = {int(p) for p in truth["workers"].values()}
     rec = find_job("last", root=tmp_path / "store")
-    assert rec.data["status"] == "complete", rec.data["partial_reasons"]
+    # On a loaded machine a nanny may kill its worker while Darshan writes the worker's log (the nanny
+    # waits 4 s); iodiag then recovers the worker's mmap log.  Anything else makes the job partial.
+    assert all("Dask worker" in r and "mmap log was recovered" in r for r in rec.data["partial_reasons"]), \
+        rec.data["partial_reasons"]
+    assert rec.data["missing_processes"] == []
     prof = load_job_record(rec)
 
     # task stream: every key the script saw, on the workers it saw, with their pids

@@ -129,7 +129,9 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
         issues.append(LoadIssue(path=str(folder / r["log"]), kind="recovered-mmap",
                                 cause=f"process {r.get('pid') or '?'} ({r.get('role')}) was killed; its records come "
                                       "from the mmap log Darshan keeps while running (no end time)",
-                                next_step="counters are complete up to the kill; run time is derived from the last I/O"))
+                                next_step="counters are complete up to the kill (DXT traces are not kept in mmap logs); "
+                                          + ("the end time is the start of its shutdown" if r.get("when") == "during shutdown"
+                                             else "run time is derived from the last I/O")))
     for w in d.get("dask_workers") or []:
         if w.get("gone"):
             issues.append(LoadIssue(path=job_json, kind="worker-lost",

@@ -361,6 +361,8 @@ def find_logs(logs_dir: Path) -> dict[str, list[Path]]:
         if not path.is_file():
             continue
         name = path.name
+        if path.parent.name == ".keep":
+            continue
         if MMAP_RE.match(name) and path.parent.name == "mmap":
             out["mmap"].append(path)
         elif name.endswith(".darshan_partial"):

@@ -31,6 +31,7 @@ from typing import Mapping, Sequence
 
 from ..errors import CollectorError
 
+KEEP_DIR = ".keep"  # inside the watched folder: hard links to every file seen there
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
@@ -138,6 +139,7 @@ class _Watch:
         self.folder = folder
         self.prefix = (str(folder.resolve()).rstrip("/") + "/") if folder else None
         self.attempts: dict[str, int] = {}
+        self.linked: set[str] = set()
         self.processes: dict[int, ProcessSeen] = {}
         self.mapped: dict[str, int] = {}
 
@@ -156,9 +158,20 @@ class _Watch:
         if self.folder is None:
             return
         try:
-            files = set(os.listdir(self.folder))
+            files = {f for f in os.listdir(self.folder) if not f.startswith(".")}
         except OSError:
             return
+        # keep a second name (hard link) of every new file: Darshan unlinks its mmap log when its
+        # shutdown starts, so a process killed mid-shutdown would otherwise leave nothing behind;
+        # the link keeps the inode, which the process's shared mapping keeps updating
+        keep = self.folder / KEEP_DIR
+        for f in files - self.linked:
+            self.linked.add(f)
+            try:
+                keep.mkdir(exist_ok=True)
+                os.link(self.folder / f, keep / f)
+            except OSError:
+                pass
         # look up which process maps each new file; give up on a file after a few tries
         pending = [f for f in files if f not in self.mapped and self.attempts.get(f, 0) < 3]
         if not pending:

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import __version__
 from ..collectors import darshan as dcol
-from ..collectors.supervise import RunOutcome, run_supervised
+from ..collectors.supervise import KEEP_DIR, RunOutcome, run_supervised
 from ..errors import CollectorError, UsageError
 from .store import COMPLETE, PARTIAL, JobRecord, create_job
 
@@ -300,53 +300,69 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
     # --- Darshan ----------------------------------------------------------------------------
     if collector == "darshan":
         logs_dir = folder / "logs"
+        mmap_dir = logs_dir / "mmap"
+        keep_dir = mmap_dir / KEEP_DIR
         found = dcol.find_logs(logs_dir)
         logged_pids: set[int] = set()
         for p in found["logs"]:
             m = LOG_PID_RE.search(p.name)
             if m:
                 logged_pids.add(int(m["pid"]))
-        expected: set[int] = set(worker_pids) | {outcome.pid}
-        leader_exe = os.path.basename(record.data.get("command", [""])[0])
-        for p in found["mmap"]:
-            pid = outcome.mapped.get(p.name)
-            if pid in logged_pids:  # the process finished its log; the mmap file is a leftover
-                continue
-            if pid is None:
-                # died before the watch saw it: tie it to the one expected, log-less process of that program
-                m = dcol.MMAP_RE.match(p.name)
-                exe = m["exe"] if m else ""
-                cands = [q for q in expected - logged_pids
-                         if (procs[q].comm if q in procs else (leader_exe if q == outcome.pid else "")).startswith(exe[:15])
-                         and q not in outcome.mapped.values()]
-                if len(cands) == 1:
-                    pid = cands[0]
-            new = dcol.recover_mmap_log(p, dest_dir=logs_dir, pid=pid)
-            if new is not None:
-                found["logs"].append(new)
-                recovered.append({"pid": pid, "log": str(new.relative_to(folder)), "from": p.name,
-                                  "role": _role(pid, outcome, worker_pids, client_pids, procs)})
-                reasons.append(f"process {pid or '?'} ({_role(pid, outcome, worker_pids, client_pids, procs)}) "
-                               "was killed before writing its Darshan log; its mmap log was recovered")
-                if pid:
-                    logged_pids.add(pid)
-        for p in found["partial"]:
-            m = LOG_PID_RE.search(p.name)
-            pid = int(m["pid"]) if m else None
-            missing.append({"pid": pid, "role": _role(pid, outcome, worker_pids, client_pids, procs),
-                            "cause": f"killed while writing its log ({p.name}, {p.stat().st_size} bytes)",
-                            "file": str(p.relative_to(folder))})
         # processes that must have a log (``expected``): the workload's main process and the Dask
         # client/workers.  Other children that mapped an mmap log and removed it exited cleanly
-        # (excluded by APP_EXCLUDE or nothing to record); killed ones left a remnant, recovered above.
-        expected |= {pid for pid in client_pids}
-        partial_pids = {m["pid"] for m in missing}
-        for pid in sorted(expected - logged_pids - partial_pids):
-            if pid in worker_pids and not worker_pids[pid].get("gone") and pid not in procs and pid not in outcome.mapped:
-                # a worker on another host: its log is written there
+        # (excluded by APP_EXCLUDE, or nothing to record).
+        expected: set[int] = set(worker_pids) | {outcome.pid}
+        leader_exe = os.path.basename(record.data.get("command", [""])[0])
+
+        def infer_pid(name: str) -> int | None:
+            # died before the watch saw it: tie it to the one expected, log-less process of that program
+            m = dcol.MMAP_RE.match(name)
+            exe = m["exe"] if m else ""
+            cands = [q for q in expected - logged_pids
+                     if (procs[q].comm if q in procs else (leader_exe if q == outcome.pid else "")).startswith(exe[:15])
+                     and q not in outcome.mapped.values()]
+            return cands[0] if len(cands) == 1 else None
+
+        # mmap logs left in place: the process died before its shutdown started.  Kept links whose
+        # original is gone: the shutdown started (Darshan unlinks the file first) — if no log came
+        # out, the process was killed while writing it.
+        candidates = [(p, True) for p in found["mmap"]]
+        if keep_dir.is_dir():
+            candidates += [(k, False) for k in sorted(keep_dir.iterdir()) if not (mmap_dir / k.name).exists()]
+        interrupted: dict[int, str] = {}
+        for p in found["partial"]:
+            m = LOG_PID_RE.search(p.name)
+            if m:
+                interrupted[int(m["pid"])] = f"{p.name}, {p.stat().st_size} bytes"
+        for path, remnant in candidates:
+            pid = outcome.mapped.get(path.name) or infer_pid(path.name)
+            if pid in logged_pids:  # the process finished its log: nothing to recover
+                continue
+            if not remnant and pid not in expected and pid not in interrupted:
+                continue  # a helper process that ended cleanly without a log
+            new = dcol.recover_mmap_log(path, dest_dir=logs_dir, pid=pid)
+            if new is None:
+                continue
+            role = _role(pid, outcome, worker_pids, client_pids, procs)
+            when = ("was killed before writing its Darshan log" if remnant
+                    else "was killed while Darshan was writing its log" + (f" ({interrupted[pid]})" if pid in interrupted else ""))
+            found["logs"].append(new)
+            recovered.append({"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
+                              "when": "before shutdown" if remnant else "during shutdown"})
+            reasons.append(f"process {pid or '?'} ({role}) {when}; its mmap log was recovered")
+            if pid:
+                logged_pids.add(pid)
+        shutil.rmtree(keep_dir, ignore_errors=True)
+        for pid, what in sorted(interrupted.items()):
+            if pid not in logged_pids:
+                missing.append({"pid": pid, "role": _role(pid, outcome, worker_pids, client_pids, procs),
+                                "cause": f"killed while writing its log ({what}) and no mmap log was left",
+                                "file": next(str(p.relative_to(folder)) for p in found["partial"] if f"-{pid}_" in p.name)})
+        for pid in sorted(expected - logged_pids - set(interrupted)):
+            if pid in worker_pids and pid not in procs and pid not in outcome.mapped:
                 host = worker_pids[pid].get("hostname")
                 if host and host != socket.gethostname():
-                    continue
+                    continue  # a worker on another host writes its log there
             missing.append({"pid": pid, "role": _role(pid, outcome, worker_pids, client_pids, procs),
                             "cause": "no Darshan log and no mmap log left (killed, or the runtime was not loaded)"})
         for m in missing:

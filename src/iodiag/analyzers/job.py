@@ -75,9 +75,19 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
         from .load import load_job
 
         logs = _darshan_logs(record)
+        profile = None
         if logs:
-            profile = load_job(logs, config=cfg, job_id=record.id)
-        else:
+            try:
+                profile = load_job(logs, config=cfg, job_id=record.id)
+            except NoUsableData as exc:
+                # every log is damaged (e.g. the only process was killed mid-shutdown): keep what the
+                # job itself knows (command, exit, Dask tasks) and say what was lost
+                if not (folder / "dask").is_dir() and not d.get("recovered_logs"):
+                    raise
+                profile = _bare_profile(record, "darshan")
+                issues.append(LoadIssue(path=str(folder / "logs"), kind="unreadable", cause=exc.message,
+                                        next_step="no file-level numbers for this job; re-run it to completion"))
+        elif not logs:
             profile = _bare_profile(record, "darshan")
             issues.append(LoadIssue(path=str(folder / "logs"), kind="missing-log",
                                     cause="Darshan wrote no log for this run",

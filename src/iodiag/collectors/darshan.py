@@ -5,7 +5,8 @@ in this order, and remembers every place it tried so that the error can list
 them:
 
 1. ``--darshan-lib PATH`` (a ``libdarshan.so`` or a folder holding one);
-2. ``$IODIAG_DARSHAN_LIB``;
+2. ``$IODIAG_DARSHAN_LIB``, then a libdarshan.so named in ``$DARSHAN_PRELOAD``
+   or ``$LD_PRELOAD`` (a site module or the user already preloading it);
 3. ``darshan-config --libdir`` of the ``darshan-config`` found on ``PATH``
    (what ``module load darshan`` or ``spack load darshan-runtime`` provides);
 4. install-root variables set by modules and package managers
@@ -196,6 +197,14 @@ def find_runtime(lib: str | os.PathLike | None = None, *, env: Mapping[str, str]
         if found:
             return _describe(found.resolve(), "$IODIAG_DARSHAN_LIB", tried, env)
 
+    # a library already named by the environment: $DARSHAN_PRELOAD (set by some site modules) or LD_PRELOAD
+    for var in ("DARSHAN_PRELOAD", "LD_PRELOAD"):
+        for item in re.split(r"[: ]", env.get(var, "")):
+            if os.path.basename(item).startswith(LIB_NAME):
+                tried.append(f"${var} entry {item}")
+                if _is_runtime_lib(Path(item)):
+                    return _describe(Path(item).resolve(), f"${var}", tried, env)
+
     tool = shutil.which("darshan-config", path=env.get("PATH"))
     if tool:
         libdir = _run_config(Path(tool), "--libdir")
@@ -326,7 +335,7 @@ def darshan_environment(runtime: DarshanRuntime, *, job_dir: Path, darshan_jobid
     preload = str(runtime.lib)
     old = env.get("LD_PRELOAD", "")
     if old:
-        parts = [p for p in re.split(r"[: ]", old) if p and p != preload]
+        parts = [p for p in re.split(r"[: ]", old) if p and not os.path.basename(p).startswith(LIB_NAME)]
         preload = ":".join([preload] + parts)
     out = {
         "LD_PRELOAD": preload,

@@ -344,12 +344,13 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
             if new is None:
                 continue
             role = _role(pid, outcome, worker_pids, client_pids, procs)
-            when = ("was killed before writing its Darshan log" if remnant
-                    else "was killed while Darshan was writing its log" + (f" ({interrupted[pid]})" if pid in interrupted else ""))
+            when = ("was killed before writing its Darshan log; its mmap log was recovered" if remnant
+                    else "was killed while Darshan was writing its log" + (f" ({interrupted[pid]})" if pid in interrupted else "")
+                    + "; its mmap log was kept (readable when the kill came before Darshan rewrote the log header)")
             found["logs"].append(new)
             recovered.append({"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
                               "when": "before shutdown" if remnant else "during shutdown"})
-            reasons.append(f"process {pid or '?'} ({role}) {when}; its mmap log was recovered")
+            reasons.append(f"process {pid or '?'} ({role}) {when}")
             if pid:
                 logged_pids.add(pid)
         shutil.rmtree(keep_dir, ignore_errors=True)

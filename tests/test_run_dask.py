@@ -269,3 +269,29 @@ def test_worker_killed_mid_run_marks_the_job_partial_and_it_still_loads(tmp_path
     report = run_cli("report", rec.id, env=home)
     assert report.returncode == 0, report.stderr.decode()[-2000:]
     assert rec.id in report.stdout.decode()
+
+
+CLUSTER_FIRST = r'''
+import dask.array as da
+from distributed import Client, LocalCluster
+if __name__ == "__main__":
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    client = Client(cluster)
+    print(float((da.ones((400, 400), chunks=(100, 100)) + 1).sum().compute()), flush=True)
+    cluster.close()      # the cluster goes before the client
+    client.close()
+'''
+
+
+def test_cluster_closed_before_its_client_is_still_captured(tmp_path, home):
+    script = tmp_path / "cc.py"
+    script.write_text(CLUSTER_FIRST)
+    run = run_cli("run", "--collector", "none", str(script), env=home)
+    assert run.returncode == 0, run.stderr.decode()[-3000:]
+    rec = find_job("last", root=tmp_path / "store")
+    client = rec.data["dask_clients"][0]
+    assert client["ended_by"] == "cluster-close" and client["errors"] == []
+    tasks = load_tasks(rec.folder / "dask")
+    assert len(set(tasks["key"].tolist())) == client["tasks"] >= 17
+    assert set(tasks["pid"].tolist()) == {w["pid"] for w in rec.data["dask_workers"]}
+    assert "Dask Performance Report" in (rec.folder / "dask" / client["report"]).read_text()

@@ -61,6 +61,7 @@ class RunOptions:
     settings: dcol.DarshanSettings = field(default_factory=dcol.DarshanSettings)
     grace_s: float = 10.0
     tick_s: float = 1.0
+    max_records: int | None = None  # --max-records as given (None: each collector's default)
 
 
 @dataclass
@@ -213,8 +214,8 @@ def _run_in(record: JobRecord, opts: RunOptions, argv: list[str], collector: str
     elif collector == "embedded":
         traces = folder / "traces"
         traces.mkdir(exist_ok=True)
-        kwargs = {"max_records": opts.settings.max_records}
-        child_env.update({k: str(v) for k, v in runtime.prepare(traces, **kwargs).items()})
+        # the embedded collector's own default cap unless the user gave --max-records
+        child_env.update({k: str(v) for k, v in runtime.prepare(traces, max_records=opts.max_records).items()})
     if opts.dask:
         dask_dir = folder / "dask"
         dask_dir.mkdir(exist_ok=True)

@@ -375,6 +375,13 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
     elif collector == "embedded":
         traces = folder / "traces"
         artefacts["traces"] = sorted(str(p.relative_to(folder)) for p in traces.rglob("*") if p.is_file()) if traces.is_dir() else []
+        # one trace per process, named <pid>-<...>.iot: name the expected processes that left none
+        traced = {int(m.group(1)) for t in artefacts["traces"] if (m := re.match(r"(\d+)-", os.path.basename(t)))}
+        if traced:
+            for pid in sorted((set(worker_pids) | {outcome.pid}) - traced):
+                role = _role(pid, outcome, worker_pids, client_pids, procs)
+                missing.append({"pid": pid, "role": role, "cause": "no embedded-collector trace"})
+                reasons.append(f"process {pid} ({role}) has no embedded-collector trace")
 
     if outcome.signal:
         reasons.append(f"the workload was killed by signal {outcome.signal} ({_signame(outcome.signal)})")

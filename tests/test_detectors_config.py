@@ -90,3 +90,15 @@ def test_detectors_are_small_pure_functions():
         src = inspect.getsource(det)
         assert len(src.splitlines()) <= 80, det.__name__
         assert "print(" not in src
+
+
+def test_access_size_table(tight):
+    from iodiag.analyzers.metrics import access_size_table
+
+    t = access_size_table(tight)
+    row = int(np.flatnonzero(t["read_0_100"] == t["read_0_100"].max())[0])
+    # POSIX_SIZE_READ_0_100 300,000 and POSIX_SIZE_WRITE_0_100 300,000 on tight.bin
+    assert t["read_0_100"][row] == 300_000 and t["write_0_100"][row] == 300_000
+    assert int(t["read_0_100"].sum()) == 300_002  # + 2 tiny reads of the script itself
+    per_proc = access_size_table(tight, by="proc")
+    assert len(per_proc) == 1 and int(per_proc["write_0_100"][0]) == 300_000

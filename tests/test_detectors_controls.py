@@ -146,7 +146,7 @@ def test_partial_log_gives_config_lines():
     assert f.severity == "medium"  # a counter module hit its cap: every number is a lower bound
     d = by(PDXT, "partial-log")
     # 1,000,000 POSIX ops x 32 B x 1.25 / 1 KiB = 39,063 records -> next power of two
-    assert "MAX_RECORDS 65536 DXT_POSIX,DXT_MPIIO" in d.recommendation
+    assert "MAX_RECORDS 65536 DXT_POSIX,DXT_MPIIO; MOD_ENABLE DXT_POSIX,DXT_MPIIO" in d.recommendation
     # the default 2 MiB DXT buffer holds 65,536 segments of 32 B; POSIX_READS says 1,000,000
     assert d.evidence["dxt_segments_recorded"] == 65_536
     assert d.evidence["dxt_missing_share"] == pytest.approx(1 - 65_536 / 1_000_000, abs=1e-6)
@@ -158,6 +158,8 @@ def test_badost_names_the_slow_ost():
     assert f.evidence["stragglers"] == 85 and f.evidence["suspect_ost"] == 14
     assert f.evidence["suspect_ost_other_files"] == 0
     assert "OST 14" in f.recommendation
+    # POSIX_F_WRITE_END_TIMESTAMP: the median rank finished writing at 5.9 s, the stragglers at 727.7 s
+    assert f.evidence["median_last_data_op_end_s"] < 10 < 700 < f.evidence["stragglers_last_data_op_end_s"]
 
 
 def test_pdxt_small_io_recognises_rereads():
@@ -205,3 +207,13 @@ def test_metadata_storm_names_what_the_time_went_to():
     # mount table, so the path resolves to "/" (rootfs)
     assert h.evidence["python-import_metadata_s"] > 0.8 * h.evidence["metadata_s"]
     assert "importing modules (.py/.pyc/.so) from rootfs" in h.recommendation
+
+
+def test_capped_trace_pattern_completed_from_counters():
+    """tight-64B with default DXT memory: the trace stops after 65,465 segments (all writes), yet the
+    counters still show 292,081 reads at a constant 506,752 B gap (POSIX_STRIDE1_*)."""
+    f = by("generated/tight-64B-pwrite-pread-dxt-capped/*.darshan", "small-io")
+    assert f.evidence["dxt_complete"] is False and f.evidence["dxt_small_ops"] == 65_465
+    assert "DXT kept 65,465 of 600,000" in f.recommendation
+    assert "292,081 small ops step through the file at a constant gap between accesses of 506,752 B" in f.recommendation
+    assert "random-access" not in findings_of("generated/tight-64B-pwrite-pread-dxt-capped/*.darshan")

@@ -44,7 +44,7 @@ def _tasks_table(stream: list[dict], pids: dict[str, int]) -> Table:
 def stream_profile():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         pids = client.run(os.getpid)
         with distributed.get_task_stream(client) as ts:

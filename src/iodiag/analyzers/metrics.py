@@ -44,17 +44,19 @@ _LEVEL = {
                   meta_s="POSIX_F_META_TIME", opens="POSIX_OPENS", stats="POSIX_STATS", seeks="POSIX_SEEKS",
                   fsyncs="POSIX_FSYNCS", fdsyncs="POSIX_FDSYNCS", max_read="POSIX_MAX_BYTE_READ",
                   max_written="POSIX_MAX_BYTE_WRITTEN", first_s="POSIX_F_OPEN_START_TIMESTAMP",
-                  last_s="POSIX_F_CLOSE_END_TIMESTAMP", slow_rank="POSIX_SLOWEST_RANK",
+                  last_s="POSIX_F_CLOSE_END_TIMESTAMP", read_end_s="POSIX_F_READ_END_TIMESTAMP",
+                  write_end_s="POSIX_F_WRITE_END_TIMESTAMP", slow_rank="POSIX_SLOWEST_RANK",
                   slow_bytes="POSIX_SLOWEST_RANK_BYTES", slow_s="POSIX_F_SLOWEST_RANK_TIME"),
     "STDIO": dict(reads="STDIO_READS", writes="STDIO_WRITES", bytes_read="STDIO_BYTES_READ",
                   bytes_written="STDIO_BYTES_WRITTEN", read_s="STDIO_F_READ_TIME", write_s="STDIO_F_WRITE_TIME",
                   meta_s="STDIO_F_META_TIME", opens="STDIO_OPENS", stats=None, seeks="STDIO_SEEKS",
                   fsyncs="STDIO_FLUSHES", fdsyncs=None, max_read="STDIO_MAX_BYTE_READ",
                   max_written="STDIO_MAX_BYTE_WRITTEN", first_s="STDIO_F_OPEN_START_TIMESTAMP",
-                  last_s="STDIO_F_CLOSE_END_TIMESTAMP", slow_rank="STDIO_SLOWEST_RANK",
+                  last_s="STDIO_F_CLOSE_END_TIMESTAMP", read_end_s="STDIO_F_READ_END_TIMESTAMP",
+                  write_end_s="STDIO_F_WRITE_END_TIMESTAMP", slow_rank="STDIO_SLOWEST_RANK",
                   slow_bytes="STDIO_SLOWEST_RANK_BYTES", slow_s="STDIO_F_SLOWEST_RANK_TIME"),
 }
-_FLOAT = ("read_s", "write_s", "meta_s", "first_s", "last_s", "slow_s")
+_FLOAT = ("read_s", "write_s", "meta_s", "first_s", "last_s", "slow_s", "read_end_s", "write_end_s")
 
 
 def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:
@@ -88,6 +90,25 @@ def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO"
 def size_hist(t: Table, prefix: str) -> np.ndarray:
     """(rows, 10) access-size histogram, e.g. prefix 'POSIX_SIZE_READ_' or 'MPIIO_SIZE_WRITE_AGG_'."""
     return np.stack([col(t, prefix + s) for s, _ in SIZE_BUCKETS], axis=1) if len(t) else np.zeros((0, 10), "i8")
+
+
+def access_size_table(profile: JobProfile, by: str = "file_id", module: str = "POSIX") -> Table:
+    """Read/write access-size histograms grouped by ``file_id`` or ``proc`` (shared records: proc -1).
+
+    Columns: the key, then read_<bucket> and write_<bucket> counts for Darshan's ten size buckets.
+    """
+    t = profile.module(module)
+    pre = "MPIIO" if module == "MPI-IO" else module
+    if t is None:
+        return Table()
+    keys, idx = np.unique(t[by], return_inverse=True)
+    cols: dict[str, np.ndarray] = {by: keys}
+    for kind in ("READ", "WRITE"):
+        agg = "_AGG" if module == "MPI-IO" else ""
+        h = size_hist(t, f"{pre}_SIZE_{kind}{agg}_")
+        for j, (name, _) in enumerate(SIZE_BUCKETS):
+            cols[f"{kind.lower()}_{name}"] = np.bincount(idx, weights=h[:, j], minlength=len(keys)).astype("i8")
+    return Table(cols)
 
 
 def small_bucket_count(size_bytes: int) -> tuple[int, int]:
@@ -128,6 +149,8 @@ class Metrics:
     file_ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, "i8"))  # processes touching each file
     dxt_complete: bool = False
     critical_io_s: float = 0.0  # largest per-process I/O time (the I/O critical path)
+    rw_sorted: Table | None = None  # POSIX read/write ops sorted by (proc, file, op, start); see posix_rw_sorted
+    ops_file_procs: tuple | None = None  # (file ids, distinct processes per file) from ops; see ops_procs_per_file
 
     def share(self, cost_s: float) -> float | None:
         return float(cost_s / self.total_io_s) if self.total_io_s > 0 else None
@@ -207,6 +230,26 @@ def _compute(profile: JobProfile) -> Metrics:
                    critical_io_s=float(proc_io.max()) if len(proc_io) else 0.0)
 
 
+def peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
+    """Processes that should do comparable I/O: the ranks of the largest MPI log, or, for a job made of
+    1-process logs (Dask, multiprocessing), the processes with I/O running the most common executable."""
+    pr, n = profile.processes, m.nprocs
+    mask = np.zeros(n, bool)
+    if not len(pr):
+        return mask
+    sizes = np.bincount(pr["log"])
+    big = int(np.argmax(sizes))
+    if sizes[big] >= 2:
+        mask[pr["proc"][pr["log"] == big]] = True
+        return mask
+    busy = m.proc_bytes[pr["proc"]] > 0
+    if not busy.any():
+        return mask
+    exes, counts = np.unique(pr["exe"][busy].astype(str), return_counts=True)
+    mask[pr["proc"][busy & (pr["exe"].astype(str) == exes[np.argmax(counts)])]] = True
+    return mask
+
+
 _CACHE: dict[int, tuple[weakref.ref, Metrics]] = {}
 
 
@@ -221,17 +264,42 @@ def metrics_of(profile: JobProfile) -> Metrics:
     return m
 
 
-def ops_groups(ops: Table, mask: np.ndarray | None = None) -> tuple[Table, np.ndarray, np.ndarray]:
-    """Ops sorted by (proc, file, op kind, start) with a group id per (proc, file, op) and a 'same group as previous row' flag."""
-    t = ops if mask is None else ops.filter(mask)
-    order = np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"]))
-    t = t.take(order)
-    if not len(t):
-        return t, np.zeros(0, "i8"), np.zeros(0, bool)
+def posix_rw_sorted(profile: JobProfile) -> Table:
+    """POSIX read/write ops sorted by (proc, file, op kind, start); sorted once per profile."""
+    m = metrics_of(profile)
+    if m.rw_sorted is None:
+        o = profile.ops
+        t = o.filter((o["op"] <= OP["write"]) & (o["module"] == 0)) if len(o) else o
+        m.rw_sorted = t.take(np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"]))) if len(t) else t
+    return m.rw_sorted
+
+
+def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted file ids, number of distinct processes with ops on each) from the ops table, once per profile."""
+    m = metrics_of(profile)
+    if m.ops_file_procs is None:
+        o = profile.ops
+        if not len(o):
+            m.ops_file_procs = (np.zeros(0, "u8"), np.zeros(0, "i8"))
+        else:
+            fu, fi = np.unique(o["file_id"], return_inverse=True)
+            n = int(o["proc"].max()) + 2
+            pairs = np.unique(fi.astype("i8") * n + (o["proc"] + 1))
+            u, c = np.unique(pairs // n, return_counts=True)
+            m.ops_file_procs = (fu[u], c)
+    return m.ops_file_procs
+
+
+def ops_groups(profile: JobProfile, mask=None) -> tuple[Table, np.ndarray]:
+    """Sorted POSIX read/write ops (optionally only rows where ``mask(table)`` holds) and a
+    'same (proc, file, op) group as the previous row' flag."""
+    t = posix_rw_sorted(profile)
+    if mask is not None and len(t):
+        t = t.filter(mask(t))
     same = np.zeros(len(t), bool)
-    same[1:] = (t["proc"][1:] == t["proc"][:-1]) & (t["file_id"][1:] == t["file_id"][:-1]) & (t["op"][1:] == t["op"][:-1])
-    gid = np.cumsum(~same) - 1
-    return t, gid, same
+    if len(t):
+        same[1:] = (t["proc"][1:] == t["proc"][:-1]) & (t["file_id"][1:] == t["file_id"][:-1]) & (t["op"][1:] == t["op"][:-1])
+    return t, same
 
 
 def fmt_bytes(n: float) -> str:

@@ -49,7 +49,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     con.print(head)
     rt = "-" if j["runtime_s"] is None else f"{j['runtime_s']:.2f} s" + (" (derived from records)" if j.get("runtime_derived") else "")
     src = j["collector"] + (f" {j['darshan_version']}" if j.get("darshan_version") else "") + (f", log format {j['log_format']}" if j.get("log_format") else "")
-    con.print(f"  {j['nprocs']} processes · run time {rt} · {j['start'] or '?'} → {j['end'] or '?'} · {src}")
+    con.print(f"  {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'} · run time {rt} · {j['start'] or '?'} → {j['end'] or '?'} · {src}")
     if len(j.get("programs", [])) > 1:
         con.print("  programs: " + "; ".join(f"{p['exe']} ({p['nprocs']} procs)" for p in j["programs"]))
     mods = " ".join(j["modules"]) or "none"

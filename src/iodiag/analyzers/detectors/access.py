@@ -12,7 +12,7 @@ import numpy as np
 
 from ...config import Config
 from ...findings import Finding
-from ...profile import OP, OPS_MODULE, JobProfile
+from ...profile import JobProfile
 from ..metrics import col, fmt_bytes, group_sum, metrics_of, ops_groups
 from ._common import finding, pct, top_files
 
@@ -23,8 +23,7 @@ def _per_file(t, names: list[str], fidx, n) -> list[np.ndarray]:
 
 def _dxt_random(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
     """(random ops, ops) of POSIX reads/writes on these files, after removing consecutive/strided/repeat steps."""
-    o = profile.ops
-    t, gid, same = ops_groups(o, (o["op"] <= OP["write"]) & (o["module"] == OPS_MODULE["POSIX"]) & np.isin(o["file_id"], fids))
+    t, same = ops_groups(profile, lambda t: np.isin(t["file_id"], fids))
     if not len(t):
         return 0, 0
     off, ln = t["offset"], t["length"]
@@ -79,7 +78,10 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
                                              "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
                                              "POSIX_F_WRITE_TIME"], fidx, len(fids))
     fs = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
-    parallel = np.array([str(fs.get(int(f), "")).lower() in c.parallel_fs for f in fids])
+    lus = profile.module("LUSTRE")
+    stripe = dict(zip(lus["file_id"].tolist(), lus["stripe_size"].tolist())) if lus is not None else {}
+    # a LUSTRE record proves a parallel file system even when an obfuscated name hides the mount
+    parallel = np.array([str(fs.get(int(f), "")).lower() in c.parallel_fs or int(f) in stripe for f in fids])
     ops = r + w
     mean = (br + bw) / np.maximum(ops, 1)
     # small requests are always misaligned; small-io owns them
@@ -88,10 +90,6 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
         return []
     align = np.zeros(len(fids))
     np.maximum.at(align, fidx, col(t, "POSIX_FILE_ALIGNMENT", "f8"))
-    lus = profile.module("LUSTRE")
-    stripe = {}
-    if lus is not None:
-        stripe = dict(zip(lus["file_id"].tolist(), lus["stripe_size"].tolist()))
     ranks = np.zeros(len(fids))
     ranks[np.searchsorted(fids, m.file_ids[np.isin(m.file_ids, fids)])] = m.file_ranks[np.isin(m.file_ids, fids)]
     # a misaligned request of s bytes shares a partial stripe/lock of A bytes with its neighbour at each end:

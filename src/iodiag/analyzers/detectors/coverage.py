@@ -6,7 +6,9 @@ when only the DXT trace or heatmap was cut, "high" when whole logs were lost.
 The recommendation is a DARSHAN_CONFIG_PATH file sized from what was seen:
 Darshan keeps DXT segments (32 bytes each) in 1 KiB records, so a trace of S
 segments per process needs ``MAX_RECORDS ceil(S*32/1024) DXT_POSIX`` and
-MODMEM (MiB) large enough for every module's records.
+MODMEM (MiB) large enough for every module's records (Darshan's runtime docs:
+MAX_RECORDS exists only as a config-file setting; MODMEM/NAMEMEM also as
+DARSHAN_MODMEM/DARSHAN_NAMEMEM; DXT is enabled with ``MOD_ENABLE DXT_POSIX``).
 """
 
 from __future__ import annotations
@@ -71,10 +73,11 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     if lines:
         modmem = max(_pow2(mem / 2 ** 20 * 1.5), 8)
         names = _pow2(max(len(profile.files) * 4 * 256 / 2 ** 20, 4))
-        conf = "; ".join(lines + [f"MODMEM {modmem}", f"NAMEMEM {names}"])
-        rec.append(f"re-run with export DARSHAN_CONFIG_PATH=$PWD/darshan.conf, a file holding the lines: {conf}"
-                   + (" (and DXT_ENABLE_IO_TRACE=1 so DXT stays on)" if dxt else "")
-                   + " (iodiag run --darshan writes such a file itself)")
+        conf = lines + ([f"MOD_ENABLE {','.join(dxt)}"] if dxt else []) + [f"MODMEM {modmem}", f"NAMEMEM {names}"]
+        rec.append("re-run with export DARSHAN_CONFIG_PATH=$PWD/darshan.conf, a file holding the lines: "
+                   + "; ".join(conf) + " (MAX_RECORDS has no environment variable; DARSHAN_MODMEM="
+                   + f"{modmem} DARSHAN_NAMEMEM={names} alone would not lift the record cap; iodiag run --darshan "
+                   "writes such a file itself)")
     if lost:
         rec.append(f"{ev['logs_lost']} log(s) could not be read ({lost[0].path}: {lost[0].cause}); "
                    "let processes exit normally (Dask: close the client/cluster; no SIGKILL) or recover mmap logs with darshan-convert")

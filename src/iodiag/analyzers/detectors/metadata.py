@@ -45,7 +45,7 @@ def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
 
 def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     m, c = metrics_of(profile), cfg.metadata
-    lv, fs = m.level, m.file_stats
+    lv = m.level
     counts = {k: int(lv[k].sum()) for k in ("opens", "stats", "seeks", "fsyncs")}
     peak, extra = _peak_rate(profile)
     n_meta = sum(counts.values()) + sum(extra.values())

@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of
+from ..metrics import col, fmt_bytes, group_sum, metrics_of, ops_procs_per_file
 from ._common import finding, top_files
 
 
@@ -23,13 +23,8 @@ def _ranks_per_file(profile: JobProfile, fids: np.ndarray) -> np.ndarray:
     k = np.searchsorted(m.file_ids, fids)
     ok = (k < len(m.file_ids)) & (m.file_ids[np.minimum(k, len(m.file_ids) - 1)] == fids)
     out[ok] = m.file_ranks[k[ok]]
-    o = profile.ops
-    if len(o):
-        fu, fi = np.unique(o["file_id"], return_inverse=True)
-        n = int(o["proc"].max()) + 2
-        pairs = np.unique(fi.astype("i8") * n + (o["proc"] + 1))
-        u, c = np.unique(pairs // n, return_counts=True)
-        u = fu[u]
+    u, c = ops_procs_per_file(profile)
+    if len(u):
         j = np.searchsorted(u, fids)
         hit = (j < len(u)) & (u[np.minimum(j, len(u) - 1)] == fids)
         out[hit] = np.maximum(out[hit], c[j[hit]])
@@ -62,14 +57,23 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
     hit = (ranks >= c.shared_min_ranks) & (fs["writes"] > 0) & (coll == 0) & ~std
     if not hit.any():
         return []
-    cost_f = fs["write_s"] * hit
-    i = int(np.argmax(cost_f))
+    # writers collide where their regions meet (one stripe/lock unit per boundary): about unit/request of
+    # each write is contended, all of it for small interleaved writes; local file systems pay a fifth
+    lus = profile.module("LUSTRE")
+    stripe = dict(zip(lus["file_id"].tolist(), lus["stripe_size"].tolist())) if lus is not None else {}
+    fst = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
+    unit = np.array([float(stripe.get(int(f), 0) or 1 << 20) for f in m.file_ids])
+    mean_w = fs["bytes_written"] / np.maximum(fs["writes"], 1)
+    par = np.array([str(fst.get(int(f), "")).lower() in c.parallel_fs or int(f) in stripe for f in m.file_ids])
+    cost_f = fs["write_s"] * np.minimum(1.0, unit / np.maximum(mean_w, 1)) * np.where(par, 1.0, 0.2) * hit
+    i = int(np.argmax(np.where(hit, cost_f + fs["write_s"] * 1e-6 + 1e-12, -1.0)))
     ev = {"shared_files": int(hit.sum()), "max_writers": int(ranks[hit].max()), "writes": int(fs["writes"][hit].sum()),
-          "bytes_written": float(fs["bytes_written"][hit].sum()), "write_s": float(cost_f.sum()),
+          "bytes_written": float(fs["bytes_written"][hit].sum()), "write_s": float((fs["write_s"] * hit).sum()),
+          "lock_unit_bytes": float(unit[i]), "parallel_fs": bool(par[i]),
           "mean_write_bytes": float(fs["bytes_written"][i] / max(fs["writes"][i], 1))}
     return [finding(cfg, "shared-file-contention", f"{int(hit.sum())} file(s) written by up to {int(ranks[hit].max())} "
                     "processes without MPI-IO collective coordination", cost_s=float(cost_f.sum()), total_s=m.total_io_s,
-                    evidence=ev, files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files),
+                    evidence=ev, files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files),
                     recommendation=f"{int(ranks[i])} processes write {fmt_bytes(fs['bytes_written'][i])} to one file in "
                     f"{int(fs['writes'][i]):,} uncoordinated writes (mean {fmt_bytes(ev['mean_write_bytes'])}): use MPI-IO "
                     "collective writes (MPI_File_write_all / HDF5 H5FD_MPIO_COLLECTIVE), give each writer stripe-aligned "
@@ -97,7 +101,7 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     # MPI-IO time includes the POSIX time below it, so the share is capped at 1 by finding()
     return [finding(cfg, "no-collective-io", f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
                     f"file(s), {int(coll[hit].sum()):,} collective", cost_s=float(cost_f.sum()), total_s=m.total_io_s,
-                    evidence=ev, files=top_files(profile, fids, cost_f, cfg.report.top_files),
+                    evidence=ev, files=top_files(profile, fids, cost_f + 1e-12 * hit, cfg.report.top_files),
                     recommendation="switch to collective calls (MPI_File_read_all/write_all; HDF5 "
                     "H5Pset_dxpl_mpio(H5FD_MPIO_COLLECTIVE); PnetCDF *_all) so ROMIO aggregates the "
                     f"{int(indep[hit].sum()):,} requests into large contiguous ones (tune cb_nodes/cb_buffer_size)")]

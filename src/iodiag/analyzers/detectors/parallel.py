@@ -14,7 +14,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of, robust_z
+from ..metrics import col, fmt_bytes, group_sum, metrics_of, peer_mask, robust_z
 from ._common import finding, top_files
 
 # highest interface first: the level at which the application itself asks for data
@@ -50,7 +50,7 @@ def _rows_of(profile: JobProfile, proc: int) -> tuple[np.ndarray, np.ndarray]:
 def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
     m, c = metrics_of(profile), cfg.stragglers
     x = _proc_times(profile)
-    active = x > 0
+    active = (x > 0) & peer_mask(profile, m)
     if active.sum() < c.min_processes:
         return []
     z, med, mad = robust_z(x[active])
@@ -75,8 +75,8 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
           "source": "dxt" if m.dxt_complete else "counters"}
     what = max(split, key=split.get).replace("_s", "") if any(split.values()) else "I/O"
     ost = _common_ost(profile, procs)
-    if ost:
-        ev.update(ost)
+    ev.update(ost)
+    ev.update(_finish_and_host(profile, procs, np.flatnonzero(active)))
     files = top_files(profile, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
     return [finding(cfg, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
                     f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", cost_s=float(x[worst] - med),
@@ -86,8 +86,36 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
                     f"; it moves no more data than its peers, so look at where it runs: "
                     + (f"{ost['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ost['suspect_ost']} "
                        f"(vs {ost['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
-                       "away from it (lfs setstripe -o); " if ost else "check its node and storage target; ")
+                       "away from it (lfs setstripe -o); " if ost else
+                       f"all stragglers ran on {ev['stragglers_host']}: check that node; " if "stragglers_host" in ev else
+                       "check its node and storage target; ")
+                    + (f"the stragglers' last read/write ended at {ev['stragglers_last_data_op_end_s']:.1f} s into the job vs "
+                       f"{ev['median_last_data_op_end_s']:.1f} s for the median process; " if "median_last_data_op_end_s" in ev else "")
                     + f"the job waits ~{x[worst] - med:.1f} s for it")]
+
+
+def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) -> dict:
+    """When the stragglers' last I/O ended (vs the median peer) and whether they share one host."""
+    m = metrics_of(profile)
+    start = profile.job.start_s or 0.0
+    if m.dxt_complete:
+        o = profile.ops
+        end = np.full(m.nprocs, -np.inf)
+        np.maximum.at(end, np.clip(o["proc"], 0, m.nprocs - 1), o["end_s"] - start)
+    else:
+        lv = m.level
+        own = (lv["proc"] >= 0) & (lv["reads"] + lv["writes"] > 0)
+        end = np.full(m.nprocs, -np.inf)
+        np.maximum.at(end, lv["proc"][own], np.maximum(lv["read_end_s"], lv["write_end_s"])[own])
+    end[end <= 0] = -np.inf
+    out = {}
+    ok = np.isfinite(end[peers])
+    if ok.any() and np.isfinite(end[procs]).any():
+        out = {"median_last_data_op_end_s": float(np.median(end[peers][ok])), "stragglers_last_data_op_end_s": float(np.nanmax(np.where(np.isfinite(end[procs]), end[procs], np.nan)))}
+    hosts = profile.processes["host"][procs].astype(str) if len(profile.processes) else []
+    if len(hosts) > 1 and all(hosts) and len(set(hosts)) == 1:
+        out["stragglers_host"] = str(hosts[0])
+    return out
 
 
 def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
@@ -113,15 +141,18 @@ def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
 
 def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     m, c = metrics_of(profile), cfg.access
-    b = m.proc_bytes
-    if m.nprocs < 2 or b.max() <= 0:
+    peers = peer_mask(profile, m)
+    if peers.sum() < cfg.stragglers.min_processes:
         return []
-    med = float(np.median(b))
+    b = np.where(peers, m.proc_bytes, 0.0)
+    if b.max() <= 0:
+        return []
+    med = float(np.median(b[peers]))
     ratio = float(b.max() / med) if med > 0 else float("inf")
     if ratio < c.imbalance_ratio:
         return []
-    heavy = np.flatnonzero(b >= c.imbalance_ratio * max(med, 1.0))
-    t = m.proc_io_s
+    heavy = np.flatnonzero(peers & (b >= c.imbalance_ratio * max(med, 1.0)))
+    t = m.proc_io_s[peers]
     ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
           "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
           "max_io_s": float(t.max()), "median_io_s": float(np.median(t))}
@@ -152,9 +183,9 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
             ev["top_file_stripe_count"] = int(sc.max())
             note += f" {files[0]} has a Lustre stripe count of {int(sc.max())}: stripe it wider (lfs setstripe -c 8 or more);"
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
-    return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {m.nprocs} processes move {ev['share_of_bytes_on_heavy']:.0%} "
+    return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
-                    cost_s=float(t.max() - np.median(t)), total_s=m.critical_io_s, evidence=ev, files=files,
+                    cost_s=float(t.max() - np.median(t)), total_s=float(t.max()), evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
                     recommendation=f"spread the I/O:{note} give every process a similar share of the data "
                     f"(today {len(heavy)} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")]

@@ -14,15 +14,13 @@ import numpy as np
 
 from ...config import Config
 from ...findings import Finding
-from ...profile import OP, OPS_MODULE, JobProfile
+from ...profile import JobProfile
 from ..metrics import fmt_bytes, group_sum, metrics_of, ops_groups, size_hist, small_bucket_count
 from ._common import finding, pct, top_files, top_procs
 
 
 def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
-    o = profile.ops
-    m = (o["op"] <= OP["write"]) & (o["module"] == OPS_MODULE["POSIX"]) & (o["length"] < size) & np.isin(o["file_id"], fids)
-    t, gid, same = ops_groups(o, m)
+    t, same = ops_groups(profile, lambda t: (t["length"] < size) & np.isin(t["file_id"], fids))
     if not len(t):
         return {}
     off, ln = t["offset"], t["length"]
@@ -91,31 +89,48 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def _advice(ev: dict, pat: dict, n_small: int, buf: int) -> str:
-    parts = []
-    n_con = pat.get("consecutive_ops", ev["consecutive_ops_counter"])
-    n_str = pat.get("strided_ops", ev["strided_ops_counter"])
-    if n_con >= 0.2 * n_small:
-        after = pat.get("requests_after_buffering")
-        before = pat.get("ops_in_consecutive_runs", 0)
-        gain = f"; expected small requests {before:,} -> {after:,} ({pct(1 - after / max(before, 1))} fewer)" if after else ""
-        parts.append(f"{n_con:,} small ops continue the previous offset: buffer them (e.g. open(..., buffering={buf}) "
-                     f"or write whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
-    if n_str >= 0.2 * n_small:
-        stride = pat.get("stride_bytes") or ev["top_stride_gap_bytes"]
-        what = "offset step" if pat else "gap between accesses"
-        parts.append(f"{n_str:,} small ops step through the file at a constant {what} of {stride:,} B (strided, not random): "
-                     f"read the whole strided region in large blocks and slice in memory, or rechunk/relayout so the "
-                     f"fields read together are contiguous; each {stride:,} B step now costs one request")
+    """Advice per pattern; from the DXT trace when there is one, and from the counters for what a partial
+    trace did not see (e.g. reads issued after the trace buffer filled)."""
+    counters = dict(base=n_small, consec=ev["consecutive_ops_counter"], strided=ev["strided_ops_counter"],
+                    stride=ev["top_stride_gap_bytes"], what="gap between accesses")
+    parts: dict[str, str] = {}
+    if pat:
+        trace = dict(base=pat["dxt_small_ops"], consec=pat["consecutive_ops"], strided=pat["strided_ops"],
+                     stride=pat["stride_bytes"], what="offset step", same=pat["same_offset_ops"],
+                     before=pat["ops_in_consecutive_runs"], after=pat["requests_after_buffering"])
+        _parts(trace, ev, buf, parts)
+    if not pat or not pat.get("dxt_complete", True):
+        _parts(counters, ev, buf, parts, random=not pat)  # counters cannot tell re-reads from random ones
+    lead = (f"(DXT kept {pat['dxt_small_ops']:,} of {n_small:,} small ops; the rest is from counters) "
+            if pat and not pat.get("dxt_complete", True) else "")
+    if not parts:
+        parts["random"] = f"{n_small:,} small ops show no sequential or strided pattern: aggregate them (MPI-IO " \
+                          "collective buffering, a read cache, or larger chunks)"
+    return lead + "; ".join(parts.values())
+
+
+def _parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) -> None:
+    base = max(n["base"], 1)
+    if n["consec"] >= 0.2 * base and "consec" not in parts:
+        gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({pct(1 - n['after'] / max(n['before'], 1))} "
+                "fewer)" if n.get("after") else "")
+        parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them (e.g. open(..., "
+                           f"buffering={buf}) or write whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
+    if n["strided"] >= 0.2 * base and "strided" not in parts:
+        parts["strided"] = (f"{n['strided']:,} small ops step through the file at a constant {n['what']} of {n['stride']:,} B "
+                            "(strided, not random): read the whole strided region in large blocks and slice in memory, "
+                            f"or rechunk/relayout so the fields read together are contiguous; each {n['stride']:,} B step "
+                            "now costs one request")
         if ev.get("array_file"):
-            parts.append(f"{ev['array_file']} is NetCDF/HDF5: a {stride:,} B step is one record/slab of the variable, so "
-                         "each time step is read separately; request many steps at once (larger Dask chunks along that "
-                         "dimension, e.g. open_dataset(chunks={'time': 24})) or rechunk the file (nccopy -c / h5repack -l)")
-    if pat.get("same_offset_ops", 0) >= 0.2 * n_small:
-        parts.append(f"{pat['same_offset_ops']:,} small ops re-access the offset of the previous op (the same bytes "
-                     f"again, typical of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
-                     f"H5Pset_meta_block_size, or open the file once per process)")
-    rnd = pat.get("random_ops", max(n_small - n_con - n_str, 0))
-    if rnd >= 0.2 * n_small or not parts:
-        parts.append(f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO collective "
-                     f"buffering, a read cache, or larger chunks)")
-    return "; ".join(parts)
+            parts["strided"] += (f"; {ev['array_file']} is NetCDF/HDF5: a {n['stride']:,} B step is one record/slab of the "
+                                 "variable, so each time step is read separately; request many steps at once (larger Dask "
+                                 "chunks along that dimension, e.g. open_dataset(chunks={'time': 24})) or rechunk the file "
+                                 "(nccopy -c / h5repack -l)")
+    if n.get("same", 0) >= 0.2 * base and "same" not in parts:
+        parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again, typical "
+                         "of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
+                         "H5Pset_meta_block_size, or open the file once per process)")
+    rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0)
+    if random and rnd >= 0.2 * base and "random" not in parts:
+        parts["random"] = (f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO "
+                           "collective buffering, a read cache, or larger chunks)")

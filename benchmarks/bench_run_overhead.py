@@ -63,7 +63,7 @@ def main() -> None:
     env_base = dict(os.environ)
     env_base["PYTHONPATH"] = str(REPO / "src") + (os.pathsep + env_base["PYTHONPATH"] if env_base.get("PYTHONPATH") else "")
 
-    cpu: dict[str, list[float]] = {"bare": [], "iodiag": [], "iodiag --no-dask": []}
+    cpu: dict[str, list[float]] = {"bare": [], "iodiag": [], "iodiag --no-dask-report": [], "iodiag --no-dask": []}
     last_cpu: list[float] = [0.0]
 
     def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -89,20 +89,24 @@ def main() -> None:
         return timed([sys.executable, "-m", "iodiag", "run", "--collector", collector, *extra, str(script),
                       str(work / "in.nc"), str(work / f"i{i}.zarr"), str(args.size)], env)
 
-    walls: dict[str, list[float]] = {"bare": [], "iodiag": [], "iodiag --no-dask": []}
+    walls: dict[str, list[float]] = {"bare": [], "iodiag": [], "iodiag --no-dask-report": [], "iodiag --no-dask": []}
     bare(-1)  # warm the page cache and imports
     for i in range(args.repeats):
         walls["bare"].append(bare(i))
         cpu["bare"].append(last_cpu[0])
         walls["iodiag"].append(iodiag(i, []))
         cpu["iodiag"].append(last_cpu[0])
+        walls["iodiag --no-dask-report"].append(iodiag(200 + i, ["--no-dask-report"]))
+        cpu["iodiag --no-dask-report"].append(last_cpu[0])
         walls["iodiag --no-dask"].append(iodiag(100 + i, ["--no-dask"]))
         cpu["iodiag --no-dask"].append(last_cpu[0])
     final = []
     import json
 
     for rec in (work / "store" / "jobs").glob("*/dask/client-*.json"):
-        final.append(json.loads(rec.read_text()).get("final_capture_s") or 0.0)
+        d = json.loads(rec.read_text())
+        if d.get("report"):
+            final.append(d.get("final_capture_s") or 0.0)
     med = {k: statistics.median(v) for k, v in walls.items()}
     mcpu = {k: statistics.median(v) for k, v in cpu.items()}
     load = os.getloadavg()[0]

@@ -286,12 +286,12 @@ if __name__ == "__main__":
 def test_cluster_closed_before_its_client_is_still_captured(tmp_path, home):
     script = tmp_path / "cc.py"
     script.write_text(CLUSTER_FIRST)
-    run = run_cli("run", "--collector", "none", str(script), env=home)
+    run = run_cli("run", "--collector", "none", "--no-dask-report", str(script), env=home)
     assert run.returncode == 0, run.stderr.decode()[-3000:]
     rec = find_job("last", root=tmp_path / "store")
     client = rec.data["dask_clients"][0]
     assert client["ended_by"] == "cluster-close" and client["errors"] == []
+    assert client["report"] is None and not list((rec.folder / "dask").glob("*.html"))  # --no-dask-report
     tasks = load_tasks(rec.folder / "dask")
     assert len(set(tasks["key"].tolist())) == client["tasks"] >= 17
     assert set(tasks["pid"].tolist()) == {w["pid"] for w in rec.data["dask_workers"]}
-    assert "Dask Performance Report" in (rec.folder / "dask" / client["report"]).read_text()

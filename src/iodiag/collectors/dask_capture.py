@@ -17,7 +17,9 @@ per client (``<tag>`` = ``<pid>-<n>``, the n-th client of that process):
   hostname, nthreads, nanny, first/last seen, gone), rewritten atomically when
   it changes;
 - ``performance-report-<tag>.html``: the scheduler's ``performance_report``
-  (what ``distributed.performance_report`` writes; it needs bokeh);
+  (what ``distributed.performance_report`` writes; it needs bokeh; skipped
+  when ``$IODIAG_DASK_REPORT=0``: it is the one fixed cost of the capture,
+  1.5-3.5 s at client close);
 - ``client-<tag>.json``: client pid/host, scheduler address, start/end, how
   capture ended (``teardown``, ``cluster-close``, ``atexit``, ``sigterm``) and
   any capture error.
@@ -92,6 +94,10 @@ def _jsonable(value):
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return str(value)
+
+
+class _Skipped(Exception):
+    """The performance report was turned off ($IODIAG_DASK_REPORT=0)."""
 
 
 class Capture:
@@ -223,6 +229,8 @@ class Capture:
             except Exception as exc:
                 self.errors.append(f"final task stream: {exc!r}")
             try:
+                if os.environ.get("IODIAG_DASK_REPORT", "1") == "0":
+                    raise _Skipped()
                 code = ""
                 main = sys.argv[0] if sys.argv else ""
                 if main.endswith(".py") and os.path.isfile(main) and os.path.getsize(main) < 1_000_000:
@@ -232,6 +240,8 @@ class Capture:
                     self.client.scheduler.performance_report(start=self.t0, last_count=self.last_count, code=code),
                     float(os.environ.get("IODIAG_DASK_REPORT_TIMEOUT_S", "60")))
                 _atomic_write(self.path("performance-report", "html"), html)
+            except _Skipped:
+                pass
             except Exception as exc:
                 self.errors.append(f"performance report: {exc!r}")
             for rec in self.workers.values():

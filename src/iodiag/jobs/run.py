@@ -58,6 +58,7 @@ class RunOptions:
     darshan_lib: str | None = None
     store: str | None = None
     dask: bool = True
+    dask_report: bool = True  # the performance report HTML (the capture's one fixed cost)
     settings: dcol.DarshanSettings = field(default_factory=dcol.DarshanSettings)
     grace_s: float = 10.0
     tick_s: float = 1.0
@@ -101,7 +102,7 @@ def _job_name(argv: Sequence[str], name: str | None) -> str:
     return os.path.basename(argv[0])
 
 
-def _dask_env(env: Mapping[str, str], dask_dir: Path) -> dict[str, str]:
+def _dask_env(env: Mapping[str, str], dask_dir: Path, *, report: bool = True) -> dict[str, str]:
     preload = [str(PRELOAD_FILE)]
     old = env.get(DASK_PRELOAD_VAR)
     if old:
@@ -111,7 +112,8 @@ def _dask_env(env: Mapping[str, str], dask_dir: Path) -> dict[str, str]:
             val = old
         olds = [val] if isinstance(val, str) else [str(v) for v in val]
         preload = [v for v in olds if v != str(PRELOAD_FILE)] + preload
-    out = {DASK_PRELOAD_VAR: json.dumps(preload), "IODIAG_DASK_DIR": str(dask_dir)}
+    out = {DASK_PRELOAD_VAR: json.dumps(preload), "IODIAG_DASK_DIR": str(dask_dir),
+           "IODIAG_DASK_REPORT": "1" if report else "0"}
     for var in DASK_STREAM_VARS:
         out[var] = str(max(TASK_STREAM_LENGTH, int(env.get(var, "0") or 0) if str(env.get(var, "0")).isdigit() else 0))
     return out
@@ -219,7 +221,7 @@ def _run_in(record: JobRecord, opts: RunOptions, argv: list[str], collector: str
     if opts.dask:
         dask_dir = folder / "dask"
         dask_dir.mkdir(exist_ok=True)
-        child_env.update(_dask_env(base_env, dask_dir))
+        child_env.update(_dask_env(base_env, dask_dir, report=opts.dask_report))
     child_env["IODIAG_JOB_ID"] = record.id
     child_env["IODIAG_JOB_DIR"] = str(folder)
     record.data["env"] = {k: v for k, v in sorted(child_env.items()) if ENV_KEEP.match(k)}

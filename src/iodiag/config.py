@@ -97,6 +97,12 @@ class Reader:
 
 
 @dataclass(frozen=True)
+class Sweep:
+    max_runs: int = 64  # a grid with more runs needs --yes
+    submit_timeout_s: float = 60.0  # per sbatch/bsub/qsub call
+
+
+@dataclass(frozen=True)
 class Config:
     small_io: SmallIO = field(default_factory=SmallIO)
     metadata: Metadata = field(default_factory=Metadata)
@@ -106,6 +112,7 @@ class Config:
     severity: Severity = field(default_factory=Severity)
     report: Report = field(default_factory=Report)
     reader: Reader = field(default_factory=Reader)
+    sweep: Sweep = field(default_factory=Sweep)
 
 
 def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:

@@ -1,0 +1,253 @@
+"""`iodiag sweep plan|run|submit|collect|analyze`: parameter sweeps of workloads."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .app import app
+from .common import run_guarded
+
+
+def _guarded(fn):
+    """IodiagError -> one line on stderr and its exit code (the CLI's convention)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        run_guarded(lambda: fn(*args, **kwargs))
+
+    return wrapper
+
+sweep_app = typer.Typer(
+    help="Parameter sweeps of iodiag workloads, here or on Slurm/LSF/PBS.\n\n"
+    "Examples:\n\n"
+    "  iodiag sweep plan weak.toml\n\n"
+    "  iodiag sweep run weak.toml --local --dir sweeps/weak\n\n"
+    "  iodiag sweep submit weak.toml --scheduler slurm --dir /scratch/me/weak\n\n"
+    "  iodiag sweep submit weak.toml --scheduler pbs --dry-run   # write scripts only\n\n"
+    "  iodiag sweep collect sweeps/weak\n\n"
+    "  iodiag sweep analyze sweeps/weak --axis workers --mode weak\n\n"
+    "Every run is `iodiag run --name <run> -- python -m iodiag.workloads.<w> ...` (an iodiag job) when\n"
+    "`iodiag run` is available. Re-running run/submit skips succeeded runs and retries failed ones.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(sweep_app, name="sweep")
+
+SpecArg = typer.Argument(..., help="sweep spec (TOML)", exists=False)
+DirOpt = typer.Option(None, "--dir", "-d", help="sweep folder (default: ./sweeps/<name>)")
+YesOpt = typer.Option(False, "--yes", "-y", help="accept grids above the run limit ([sweep] max_runs)")
+JsonOpt = typer.Option(False, "--json", help="machine-readable output on stdout")
+ConfigOpt = typer.Option(None, "--config", help="iodiag config TOML ([sweep] max_runs, submit_timeout_s)")
+
+
+def _err():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def _plan(spec_path: Path, sweep_dir: Optional[Path], yes: bool, config: Optional[Path]):
+    from ..config import load_config
+    from ..jobs.sweep import load_spec, make_plan
+
+    cfg = load_config(config)
+    spec = load_spec(spec_path)
+    sweep_dir = sweep_dir or Path("sweeps") / spec.name
+    return make_plan(spec, sweep_dir=sweep_dir, max_runs=cfg.sweep.max_runs, yes=yes), cfg
+
+
+def _progress(console):
+    colours = {"skip": "dim", "submitted": "green", "done": "bold", "blocked": "red", "in-flight": "cyan",
+               "would-submit": "yellow", "start": ""}
+
+    def cb(event, run, detail):
+        style = colours.get(event, "")
+        if event == "done":
+            style = "green" if detail == "exit 0" else "red"
+        console.print(f"[{style}]{event:>12}[/] {run.name} {detail}" if style else f"{event:>12} {run.name} {detail}")
+
+    return cb
+
+
+@sweep_app.command("plan")
+@_guarded
+def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = YesOpt, as_json: bool = JsonOpt,
+             config: Optional[Path] = ConfigOpt) -> None:
+    """Show the runs a spec makes (and their commands) without running anything."""
+    plan, _ = _plan(spec, dir, yes, config)
+    if as_json:
+        typer.echo(json.dumps({"sweep_dir": str(plan.sweep_dir), "launcher": plan.launcher, "notes": plan.notes,
+                               "prepare": [r.to_json() for r in plan.prepare],
+                               "runs": [r.to_json() for r in plan.runs]}, indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(highlight=False)
+    t = Table(title=f"sweep {plan.spec.name}: {len(plan.runs)} runs"
+                    f"{f' + {len(plan.prepare)} prepare steps' if plan.prepare else ''} in {plan.sweep_dir}")
+    t.add_column("run")
+    t.add_column("rep", justify="right")
+    t.add_column("depends on")
+    for r in plan.all:
+        t.add_row(r.name, str(r.rep) if r.kind == "run" else "-", ", ".join(r.depends_on))
+    con.print(t)
+    con.print(f"launcher: {plan.launcher}; chain on batch systems: {plan.spec.chain}")
+    if plan.runs:
+        con.print("first run: " + " ".join(plan.runs[0].argv), soft_wrap=True)
+    for n in plan.notes:
+        _err().print(f"[yellow]note:[/] {n}")
+
+
+@sweep_app.command("run")
+@_guarded
+def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no-local",
+                                                               help="run here, one after another (default)"),
+            dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
+            retry_failed: bool = typer.Option(True, "--retry-failed/--skip-failed",
+                                              help="re-run runs marked FAILED (default) or leave them"),
+            as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt) -> None:
+    """Run every run of a spec here, one after another (succeeded runs are skipped)."""
+    from ..errors import UsageError
+    from ..jobs.sweep import run_local
+
+    if not local:
+        raise UsageError("`iodiag sweep run` runs here only", hint="use `iodiag sweep submit --scheduler ...`")
+    plan, _ = _plan(spec, dir, yes, config)
+    err = _err()
+    for n in plan.notes:
+        err.print(f"[yellow]note:[/] {n}")
+    out = run_local(plan, retry_failed=retry_failed, progress=None if as_json else _progress(err))
+    if as_json:
+        typer.echo(json.dumps({"sweep_dir": str(plan.sweep_dir), **out.to_json()}, indent=2))
+    else:
+        err.print(f"{len(out.ran)} ran, {len(out.skipped)} skipped, {len(out.failed)} failed → "
+                  f"iodiag sweep collect {plan.sweep_dir}")
+    if out.failed:
+        raise typer.Exit(1)
+
+
+@sweep_app.command("submit")
+@_guarded
+def submit_cmd(spec: Path = SpecArg,
+               scheduler: str = typer.Option(..., "--scheduler", "-s", help="slurm, lsf or pbs"),
+               dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
+               dry_run: bool = typer.Option(False, "--dry-run", help="write the scripts, submit nothing"),
+               retry_failed: bool = typer.Option(True, "--retry-failed/--skip-failed"),
+               wait: float = typer.Option(0.0, "--wait", help="then wait up to this many seconds for markers"),
+               as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt) -> None:
+    """Write one batch script per run and submit all runs at once, chained with dependencies."""
+    from ..jobs.sweep import submit
+    from ..jobs.sweep import wait as wait_for
+    from ..jobs.sweep.schedulers import get_scheduler
+
+    sched = get_scheduler(scheduler)
+    if not dry_run:
+        sched.check_available()  # before the spec's folders are even created
+    plan, cfg = _plan(spec, dir, yes, config)
+    err = _err()
+    for n in plan.notes:
+        err.print(f"[yellow]note:[/] {n}")
+    out = submit(plan, scheduler=scheduler, dry_run=dry_run, retry_failed=retry_failed,
+                 timeout_s=cfg.sweep.submit_timeout_s, progress=None if as_json else _progress(err))
+    result = {"sweep_dir": str(plan.sweep_dir), "scheduler": scheduler, **out.to_json()}
+    if wait > 0 and not dry_run:
+        result["final_status"] = wait_for(plan, timeout_s=wait)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        err.print(f"{len(out.ran)} {'scripts written' if dry_run else 'submitted'}, {len(out.skipped)} skipped, "
+                  f"{len(out.in_flight)} still queued/running → iodiag sweep collect {plan.sweep_dir}")
+
+
+@sweep_app.command("collect")
+@_guarded
+def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
+                include_prepare: bool = typer.Option(False, "--prepare", help="include prepare steps"),
+                as_json: bool = JsonOpt) -> None:
+    """Gather every run's status and results into results.csv and results.parquet."""
+    from ..jobs.sweep import collect
+
+    df, written = collect(sweep_dir, include_prepare=include_prepare)
+    if as_json:
+        typer.echo(df.to_json(orient="records", indent=2))
+        return
+    counts = df.drop_duplicates("run")["status"].value_counts().to_dict() if len(df) else {}
+    _err().print(f"{len(df)} rows from {df['run'].nunique() if len(df) else 0} runs "
+                 f"({', '.join(f'{v} {k}' for k, v in counts.items())}) → "
+                 + ", ".join(str(p) for p in written.values()))
+
+
+@sweep_app.command("analyze")
+@_guarded
+def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collected or not)"),
+                axis: str = typer.Option("workers", "--axis", help="grid parameter to scale along"),
+                mode: str = typer.Option("strong", "--mode", help="strong or weak scaling"),
+                time_col: Optional[str] = typer.Option(None, "--time", help="time column (default t_write_s or t_total_s)"),
+                compare_by: Optional[str] = typer.Option(None, "--compare-by",
+                                                         help="bar plot: one bar per value of this column (e.g. format)"),
+                group: str = typer.Option("pattern", "--group", help="bar plot groups (e.g. pattern)"),
+                plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG plots into the sweep folder"),
+                as_json: bool = JsonOpt) -> None:
+    """Throughput, speedup, parallel efficiency, mean ± 95 % CI over repetitions, arithmetic/harmonic means."""
+    from ..jobs.sweep import collect
+    from ..jobs.sweep.analyze import analyze, summarize
+
+    df, _ = collect(sweep_dir)
+    grid = list(json.loads((sweep_dir / "sweep.json").read_text()).get("grid", {}))
+    res = analyze(df, axis=axis, mode=mode, time_col=time_col, grid=grid)
+    written = {}
+    res["summary"].to_csv(sweep_dir / "summary.csv", index=False)
+    written["summary"] = sweep_dir / "summary.csv"
+    if "scaling" in res:
+        res["scaling"].to_csv(sweep_dir / "scaling.csv", index=False)
+        written["scaling"] = sweep_dir / "scaling.csv"
+    if plots:
+        from ..jobs.sweep import plots as P
+
+        if "scaling" in res:
+            written["scaling_png"] = P.plot_scaling(res["scaling"], axis=axis, mode=mode,
+                                                    out=sweep_dir / "scaling.png")
+        if compare_by:
+            summ = summarize(df, time_col=time_col, by=[c for c in (group, compare_by) if c in df.columns])
+            written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group, out=sweep_dir / "compare.png")
+    if as_json:
+        payload = {"summary": json.loads(res["summary"].to_json(orient="records")), "means": res["means"],
+                   "runs": res["runs"], "notes": res["notes"], "mode": mode, "axis": axis, "written": {k: str(v) for k, v in written.items()}}
+        if "scaling" in res:
+            payload["scaling"] = json.loads(res["scaling"].to_json(orient="records"))
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(highlight=False)
+    tab = res.get("scaling", res["summary"])
+    t = Table(title=f"{sweep_dir}: {res['time_col']} mean ± 95 % CI over repetitions")
+    short = {"time_s_mean": "time s", "time_s_ci95": "± CI95", "throughput_MBps_mean": "MB/s",
+             "throughput_MBps_ci95": "± CI95 ", "time_s_n": "n"}
+    keep = [c for c in tab.columns if not c.endswith(("_std", "_lo", "_hi", "_n")) and c != "bytes"
+            and c != "ideal_time_s"]
+    keep.insert(len([c for c in keep if not c.startswith(("time_", "throughput_", "speedup", "efficiency"))]),
+                "time_s_n")
+    for c in keep:
+        t.add_column(short.get(c, c), justify="right")
+    for _, r in tab.iterrows():
+        t.add_row(*[f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in keep])
+    con.print(t)
+    if res["means"]:
+        m = res["means"]
+        con.print(f"throughput across {m['configurations']} configurations: arithmetic mean "
+                  f"{m['arithmetic_mean_MBps']:.1f} MB/s, harmonic mean {m['harmonic_mean_MBps']:.1f} MB/s")
+    for n in res["notes"]:
+        _err().print(f"[yellow]note:[/] {n}")
+    if res["runs"]["not_succeeded_rows"]:
+        _err().print(f"[yellow]note:[/] {res['runs']['not_succeeded_rows']} rows from runs that did not succeed "
+                     "are left out")
+    _err().print("wrote " + ", ".join(str(p) for p in written.values()))

@@ -1,0 +1,210 @@
+"""What changed between two jobs (before/after applying a recommendation).
+
+``compare_jobs`` computes a plain dict (schema ``iodiag.compare/1``);
+``render_compare_text`` and ``render_compare_html`` only format it, and the
+CLI dumps it as JSON.  Metrics come from the Darshan counters (complete even
+when a trace is partial) and are compared layer by layer, never summed over
+layers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..findings import SEVERITIES, Finding
+from ..profile import JobProfile
+from .plots.volumes import module_volumes
+
+SCHEMA = "iodiag.compare/1"
+
+# metric name -> (label, unit, which direction is better)
+METRICS: dict[str, tuple[str, str, str]] = {
+    "wall_s": ("wall time", "s", "lower"),
+    "io_time_s": ("I/O time (summed over processes)", "s", "lower"),
+    "read_time_s": ("read time", "s", "lower"),
+    "write_time_s": ("write time", "s", "lower"),
+    "meta_time_s": ("metadata time", "s", "lower"),
+    "bytes_read": ("bytes read", "B", "neutral"),
+    "bytes_written": ("bytes written", "B", "neutral"),
+    "reads": ("read operations", "ops", "lower"),
+    "writes": ("write operations", "ops", "lower"),
+    "meta_ops": ("metadata operations", "ops", "lower"),
+    "files": ("files", "", "neutral"),
+    "processes": ("processes", "", "neutral"),
+}
+
+
+def _base_layer(vol) -> dict[str, float]:
+    """Totals at the layer that reaches the file system: POSIX + STDIO (else the first layer present)."""
+    mods = list(vol["module"]) if len(vol) else []
+    use = [m for m in mods if m in ("POSIX", "STDIO")] or mods[:1]
+    out = {}
+    for col in ("bytes_read", "bytes_written", "reads", "writes", "meta_ops", "read_time_s", "write_time_s", "meta_time_s"):
+        out[col] = float(sum(vol[col][mods.index(m)] for m in use)) if use else 0.0
+    out["io_time_s"] = out["read_time_s"] + out["write_time_s"] + out["meta_time_s"]
+    out["layers"] = use
+    return out
+
+
+def job_metrics(profile: JobProfile) -> dict[str, Any]:
+    vol = module_volumes(profile)
+    base = _base_layer(vol)
+    return {
+        "wall_s": float(profile.job.runtime_s) if profile.job.runtime_s is not None else None,
+        "io_time_s": base["io_time_s"], "read_time_s": base["read_time_s"], "write_time_s": base["write_time_s"],
+        "meta_time_s": base["meta_time_s"], "bytes_read": int(base["bytes_read"]), "bytes_written": int(base["bytes_written"]),
+        "reads": int(base["reads"]), "writes": int(base["writes"]), "meta_ops": int(base["meta_ops"]),
+        "files": len(profile.files), "processes": int(profile.job.nprocs),
+        "_layers": base["layers"], "_modules": vol.rows(),
+    }
+
+
+def _delta(a, b) -> tuple[float | None, float | None]:
+    if a is None or b is None:
+        return None, None
+    d = b - a
+    ratio = (b / a) if a not in (0, 0.0) else (None if b == 0 else math.inf)
+    return d, ratio
+
+
+def _job_ref(profile: JobProfile) -> dict[str, Any]:
+    j = profile.job
+    return {"job_id": j.job_id, "exe": j.exe, "nprocs": j.nprocs, "start_s": j.start_s, "runtime_s": j.runtime_s,
+            "logs": list(j.logs), "issues": len(profile.issues_seen), "partial_modules": list(j.partial_modules)}
+
+
+def compare_jobs(a: JobProfile, b: JobProfile, findings_a: Iterable[Finding] = (), findings_b: Iterable[Finding] = (),
+                 *, rel_tol: float = 0.05) -> dict[str, Any]:
+    """Metrics of A and B with deltas, modules side by side, findings appeared/resolved/persisting.
+
+    ``verdict`` per metric: "better"/"worse" when it moved by more than
+    ``rel_tol`` in a direction that matters, else "same" (or "changed" for
+    neutral metrics such as bytes).
+    """
+    ma, mb = job_metrics(a), job_metrics(b)
+    rows = []
+    for name, (label, unit, better) in METRICS.items():
+        va, vb = ma[name], mb[name]
+        d, ratio = _delta(va, vb)
+        if d is None:
+            verdict = "unknown"
+        elif abs(d) <= rel_tol * max(abs(va), abs(vb), 1e-12):
+            verdict = "same"
+        elif better == "neutral":
+            verdict = "changed"
+        else:
+            verdict = "better" if (d < 0) == (better == "lower") else "worse"
+        rows.append({"name": name, "label": label, "unit": unit, "a": va, "b": vb, "delta": d,
+                     "ratio": None if ratio is None or (isinstance(ratio, float) and math.isinf(ratio)) else ratio,
+                     "better": better, "verdict": verdict})
+    mods_a = {r["module"]: r for r in ma["_modules"]}
+    mods_b = {r["module"]: r for r in mb["_modules"]}
+    modules = []
+    for mod in list(dict.fromkeys([*mods_a, *mods_b])):
+        ra, rb = mods_a.get(mod, {}), mods_b.get(mod, {})
+        entry = {"module": mod}
+        for col in ("bytes_read", "bytes_written", "reads", "writes", "meta_ops", "read_time_s", "write_time_s", "meta_time_s"):
+            entry[col] = {"a": ra.get(col, 0), "b": rb.get(col, 0), "delta": rb.get(col, 0) - ra.get(col, 0)}
+        modules.append(entry)
+    fa = {f.id: f for f in findings_a}
+    fb = {f.id: f for f in findings_b}
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    appeared = [fb[i].to_dict() for i in fb if i not in fa]
+    resolved = [fa[i].to_dict() for i in fa if i not in fb]
+    persisting = []
+    for i in fa:
+        if i in fb:
+            x, y = fa[i], fb[i]
+            change = "same"
+            if order[y.severity] < order[x.severity]:
+                change = "worse"
+            elif order[y.severity] > order[x.severity]:
+                change = "better"
+            persisting.append({"id": i, "title": y.title, "severity_a": x.severity, "severity_b": y.severity,
+                               "est_cost_s_a": x.est_cost_s, "est_cost_s_b": y.est_cost_s, "change": change})
+    return {
+        "schema": SCHEMA,
+        "a": _job_ref(a), "b": _job_ref(b),
+        "layers": {"a": ma["_layers"], "b": mb["_layers"]},
+        "metrics": rows,
+        "modules": modules,
+        "findings": {"appeared": appeared, "resolved": resolved, "persisting": persisting},
+    }
+
+
+# -- renderers ------------------------------------------------------------
+def _fmt(v: Any, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "B":
+        from .plots import human_bytes
+
+        return human_bytes(v)
+    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer() and unit != "s"):
+        return f"{int(v):,}"
+    text = f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+    return f"{text} s" if unit == "s" else text
+
+
+def _fmt_delta(row: dict) -> str:
+    d = row["delta"]
+    if d is None:
+        return "-"
+    sign = "+" if d > 0 else ("-" if d < 0 else "\u00b1")
+    mag = _fmt(abs(d), row["unit"])
+    ratio = row["ratio"]
+    if ratio is None or not row["a"]:
+        pct = ""
+    elif ratio >= 10:
+        pct = f" (x{ratio:,.0f})"
+    else:
+        pct = f" ({(ratio - 1) * 100:+.0f}%)"
+    return f"{sign}{mag}{pct}"
+
+
+def compare_rows(d: dict) -> list[dict]:
+    """Formatted metric rows shared by the text and HTML renderers."""
+    return [{"label": r["label"], "a": _fmt(r["a"], r["unit"]), "b": _fmt(r["b"], r["unit"]),
+             "delta": _fmt_delta(r), "verdict": r["verdict"]} for r in d["metrics"]]
+
+
+def render_compare_text(d: dict, *, labels: tuple[str, str] = ("A", "B")) -> str:
+    """A plain-text summary for the terminal (no colour codes; the CLI may add them)."""
+    la, lb = labels
+    def procs(n):
+        return f"{n:,} process" + ("" if n == 1 else "es")
+
+    lines = [f"{la}: job {d['a']['job_id']}  {d['a']['exe']}  ({procs(d['a']['nprocs'])})",
+             f"{lb}: job {d['b']['job_id']}  {d['b']['exe']}  ({procs(d['b']['nprocs'])})",
+             f"(I/O numbers at layer {'+'.join(d['layers']['a']) or '-'} vs {'+'.join(d['layers']['b']) or '-'})", ""]
+    rows = compare_rows(d)
+    w0 = max(len(r["label"]) for r in rows)
+    w1 = max(len(la), *(len(r["a"]) for r in rows))
+    w2 = max(len(lb), *(len(r["b"]) for r in rows))
+    w3 = max(len("change"), *(len(r["delta"]) for r in rows))
+    lines.append(f"{'metric':<{w0}}  {la:>{w1}}  {lb:>{w2}}  {'change':>{w3}}  verdict")
+    for r in rows:
+        lines.append(f"{r['label']:<{w0}}  {r['a']:>{w1}}  {r['b']:>{w2}}  {r['delta']:>{w3}}  {r['verdict']}")
+    f = d["findings"]
+    lines.append("")
+    lines.append(f"findings: {len(f['appeared'])} appeared, {len(f['resolved'])} resolved, {len(f['persisting'])} persisting")
+    for x in f["resolved"]:
+        lines.append(f"  resolved  [{x['severity']}] {x['id']}: {x['title']}")
+    for x in f["appeared"]:
+        lines.append(f"  appeared  [{x['severity']}] {x['id']}: {x['title']}")
+    for x in f["persisting"]:
+        lines.append(f"  persisting {x['id']}: {x['severity_a']} -> {x['severity_b']} ({x['change']})")
+    for side, label in (("a", la), ("b", lb)):
+        if d[side]["issues"]:
+            lines.append(f"note: {label} has {d[side]['issues']} data gap(s) (unreadable or partial logs); its numbers are lower bounds")
+    return "\n".join(lines) + "\n"
+
+
+def render_compare_html(d: dict, *, labels: tuple[str, str] = ("A", "B"), obfuscated: bool = False) -> str:
+    from .html import environment
+
+    return environment().get_template("compare.html.j2").render(
+        d=d, rows=compare_rows(d), labels=labels, obfuscated=obfuscated, modules=d["modules"])

@@ -1,0 +1,371 @@
+"""Self-contained HTML report: Jinja2 (autoescaped) + matplotlib (Agg) PNGs as data: URIs.
+
+The page has no script and needs no network; a Content-Security-Policy meta
+tag forbids both, so even a file name crafted as markup could never run.
+Names are escaped by Jinja2's autoescaping; plot labels are pixels.
+
+``render_html`` is the entry point ``iodiag report --html`` calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import pickle
+import re
+import struct
+import time
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+import numpy as np
+
+from ... import __version__
+from ...config import Config
+from ...findings import Finding
+from ...profile import JobProfile, Table
+from .. import plots as P
+
+_ENV = None
+_PREWARM = None
+
+
+def _warm() -> None:
+    """Pay matplotlib's one-time costs: imports, font cache, glyphs, lazily imported artists, PNG writer."""
+    import numpy as _np
+
+    from .. import plots as _plots
+
+    fig = _plots.new_figure(2.0, 1.5)
+    a, b = fig.subplots(1, 2)
+    a.bar([0, 1], [1, 10], label="r")
+    _plots.count_axis(a, "y")
+    a.legend(fontsize=8)
+    im = b.imshow(_np.ones((2, 2)), aspect="auto")
+    fig.colorbar(im, ax=b)
+    b.stairs([1.0, 2.0], [0.0, 1.0, 2.0], fill=True)
+    b.set_xlabel("0123456789 seconds abc")
+    _plots.figure_png(fig, dpi=30)
+    environment().get_template("report.html.j2")
+
+
+def prewarm() -> None:
+    """Import matplotlib and Jinja2 and load fonts in a background thread.
+
+    The CLI calls this before loading the logs: reading runs in a forked child
+    while the parent waits, so this hides most of matplotlib's import and
+    first-draw cost (about as long as reading the 1,024-process log).  The
+    reader child never imports matplotlib, so the thread cannot deadlock it.
+    ``render_html`` waits for the thread.
+    """
+    global _PREWARM
+    if _PREWARM is None:
+        import threading
+
+        _PREWARM = threading.Thread(target=_warm, name="iodiag-html-prewarm", daemon=True)
+        _PREWARM.start()
+
+
+def _join_prewarm() -> None:
+    if _PREWARM is not None:
+        _PREWARM.join()
+
+
+def environment():
+    """The Jinja2 environment (autoescape always on, undefined names are errors)."""
+    global _ENV
+    if _ENV is None:
+        import jinja2
+
+        from importlib.resources import files
+
+        env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(files(__package__) / "templates")),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=False,
+            lstrip_blocks=False,
+        )
+        env.filters["hbytes"] = P.human_bytes
+        env.filters["fmtnum"] = fmt_number
+        env.filters["fmtval"] = fmt_value
+        env.globals["version"] = __version__
+        _ENV = env
+    return _ENV
+
+
+def fmt_number(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    v = float(v)
+    if math.isnan(v):
+        return "-"
+    if abs(v) < 1e-9:  # zero, or a denormal left by an old Darshan version
+        return "0"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def fmt_value(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return fmt_number(v)
+    if isinstance(v, (list, tuple)):
+        return ", ".join(fmt_value(x) for x in v[:20]) + (f" … ({len(v)})" if len(v) > 20 else "")
+    if isinstance(v, dict):
+        return "; ".join(f"{k}={fmt_value(x)}" for k, x in list(v.items())[:20])
+    return str(v)
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    w, h = struct.unpack(">II", png[16:24])
+    return int(w), int(h)
+
+
+DPI = 90
+
+
+def _spec(pid: str, title: str, caption: str, draw=None, empty: str = "") -> dict:
+    """A plot to render: ``draw`` is a no-argument callable returning a figure (None: no data)."""
+    return {"id": pid, "title": title, "caption": caption, "draw": draw, "empty": "" if draw else (empty or "No data for this plot."),
+            "png": "", "width": 0, "height": 0}
+
+
+def _png(draw) -> bytes:
+    return P.figure_png(draw(), dpi=DPI)
+
+
+def _render_plots(specs: list[dict], *, parallel: bool) -> None:
+    """Fill each spec's PNG.  With ``parallel``, a forked child draws every other plot.
+
+    Matplotlib is single-threaded, so the second core is only usable from a
+    second process; fork shares the loaded profile and matplotlib for free.
+    A child that fails is not an error: the parent draws what is missing.
+    Only a single-threaded process forks (the CLI joins its prewarm thread
+    first); anywhere else the plots are drawn in turn.
+    """
+    jobs = [s for s in specs if s["draw"] is not None]
+    mine, theirs = jobs, []
+    pid, rfd = 0, -1
+    import threading
+
+    # fork only a single-threaded process (a thread holding a lock at fork time would hang the child)
+    if parallel and len(jobs) >= 3 and hasattr(os, "fork") and threading.active_count() == 1 and (os.cpu_count() or 1) > 1:
+        theirs, mine = jobs[1::2], jobs[0::2]
+        try:
+            rfd, wfd = os.pipe()
+            pid = os.fork()
+        except OSError:
+            pid, mine, theirs = 0, jobs, []
+        else:
+            if pid == 0:  # child: draw, send, leave without running any cleanup of the parent's
+                code = 0
+                try:
+                    os.close(rfd)
+                    payload = pickle.dumps([_png(s["draw"]) for s in theirs], protocol=pickle.HIGHEST_PROTOCOL)
+                    with os.fdopen(wfd, "wb") as fh:
+                        fh.write(payload)
+                except BaseException:  # noqa: BLE001 - any failure: the parent redraws
+                    code = 1
+                os._exit(code)
+            os.close(wfd)
+    for s in mine:
+        s["png_bytes"] = _png(s["draw"])
+    if pid:
+        with os.fdopen(rfd, "rb") as fh:
+            data = fh.read()
+        os.waitpid(pid, 0)
+        try:
+            pngs = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - a child that died mid-way
+            pngs = [_png(s["draw"]) for s in theirs]
+        for s, png in zip(theirs, pngs):
+            s["png_bytes"] = png
+    for s in jobs:
+        png = s.pop("png_bytes")
+        s["width"], s["height"] = _png_size(png)
+        s["png"] = base64.b64encode(png).decode("ascii")
+    for s in specs:
+        s.pop("draw", None)
+
+
+_SAFE_HREF = re.compile(r"^(?:https?://|file://|(?![A-Za-z][A-Za-z0-9+.-]*:))[^\s\"'<>`]+$")
+
+
+def safe_href(href: str | None) -> str | None:
+    """Only relative paths and http(s)/file URLs may become links (never ``javascript:``)."""
+    if href and _SAFE_HREF.match(href):
+        return href
+    return None
+
+
+def _summary(profile: JobProfile) -> list[tuple[str, str]]:
+    job = profile.job
+    rows = [("job id", job.job_id)]
+    if job.user:
+        rows.append(("user", job.user))
+    rows.append(("executable", job.exe or "-"))
+    if len(job.programs) > 1:
+        rows.append(("programs", "; ".join(f"{p.exe} ({p.nprocs} procs)" for p in job.programs)))
+    rows.append(("processes", f"{job.nprocs:,}"))
+    hosts = sorted({h for h in profile.processes["host"].tolist() if h}) if len(profile.processes) else []
+    if hosts:
+        rows.append(("hosts", f"{len(hosts)}: " + ", ".join(hosts[:8]) + (" …" if len(hosts) > 8 else "")))
+    if job.start_s:
+        rows.append(("start", datetime.fromtimestamp(job.start_s, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")))
+    if job.runtime_s is not None:
+        rows.append(("run time", f"{job.runtime_s:,.3f} s" + (" (derived from the last recorded I/O)" if job.runtime_derived else "")))
+    rows.append(("collector", job.collector + (f" {job.darshan_version}" if job.darshan_version else "") + (f" (log format {job.log_format})" if job.log_format else "")))
+    rows.append(("modules", ", ".join(m + (" [partial]" if m in job.partial_modules else "") for m in job.modules) or "-"))
+    rows.append(("logs", f"{len(job.logs)}"))
+    rows.append(("files", f"{len(profile.files):,}"))
+    rows.append(("traced operations", f"{len(profile.ops):,}" + (" (DXT)" if profile.has_dxt else "")))
+    if len(profile.tasks):
+        rows.append(("Dask tasks", f"{len(profile.tasks):,}"))
+    if job.blind_spots:
+        rows.append(("not visible to the collector", "; ".join(job.blind_spots)))
+    return rows
+
+
+def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: dict | None = None,
+                  dask_report_href: str | None = None, config: Config | None = None,
+                  timings: dict | None = None, parallel: bool = True) -> dict:
+    """Everything the template shows (plots already rendered to PNG)."""
+    cfg = config or Config()
+    clock = timings if timings is not None else {}
+
+    def timed(name, fn):
+        t = time.perf_counter()
+        out = fn()
+        clock[name] = clock.get(name, 0.0) + time.perf_counter() - t
+        return out
+
+    from ..plots.metadata import draw_metadata_over_time, metadata_over_time
+    from ..plots.timeline import draw_io_timeline, io_timeline
+    from ..plots.top_files import draw_top_files, file_times
+    from ..plots.volumes import access_sizes, draw_access_sizes, draw_module_volumes, module_volumes
+
+    if report is not None and "findings" in report:
+        fdicts = list(report["findings"])
+    else:
+        fdicts = [f.to_dict() for f in findings]
+    plots: dict[str, dict] = {}
+
+    vol = timed("volumes", lambda: module_volumes(profile))
+    plots["volumes"] = timed("volumes", lambda: _spec(
+        "plot-volumes", "Bytes and operations per module",
+        "Darshan counters summed over all files and processes. Operation axis is logarithmic.",
+        (lambda: draw_module_volumes(vol)) if len(vol) else None, "No module records (the log has no I/O counters)."))
+
+    sizes = timed("sizes", lambda: access_sizes(profile))
+    src = sizes["source"][0] if len(sizes) else ""
+    plots["sizes"] = timed("sizes", lambda: _spec(
+        "plot-sizes", "Access-size histograms",
+        "Operations per request size, from Darshan's size histograms" + (" (MPI-IO, HDF5 and PnetCDF count aggregate requests)" if src == "counters" else " (binned from the traced operations)") + ". Logarithmic count axis.",
+        (lambda: draw_access_sizes(sizes)) if len(sizes) and sizes["count"].sum() > 0 else None, "No reads or writes were recorded."))
+
+    tl = timed("timeline", lambda: io_timeline(profile))
+    tl_caption = {
+        "ops": f"Share of each time bin that a process spent inside {tl.totals.get('module', '')} read and write calls (traced operations, e.g. DXT; one layer only, so MPI-IO calls over POSIX are not counted twice).",
+        "heatmap": "Bytes per second from Darshan's heatmap module (no per-call trace in this log); logarithmic colour scale.",
+        "counters": "No trace or heatmap in this log: each cell shows the window between a file's first and last read (or write) on that process, from the counters' timestamps. A window is not busy time.",
+    }.get(tl.source, "")
+    if tl.procs_per_row > 1:
+        tl_caption += f" {tl.nprocs:,} processes drawn as {tl.n_rows} rows of {tl.procs_per_row} consecutive processes (mean per row)."
+    plots["timeline"] = timed("timeline", lambda: _spec(
+        "plot-timeline", "I/O timeline per process", tl_caption,
+        (lambda: draw_io_timeline(tl)) if tl.source != "none" else None, "No timed I/O in this log (no trace, heatmap or timestamps)."))
+
+    ft = timed("files", lambda: file_times(profile))
+    n_top = max(cfg.report.top_files, 10)
+    top = ft.take(np.arange(min(n_top, len(ft))))
+    top_with_time = top.filter(top["io_time_s"] > 0) if len(top) else top
+    plots["files"] = timed("files", lambda: _spec(
+        "plot-files", "Top files by I/O time",
+        "Seconds spent in read, write and metadata calls on each file, summed over processes (POSIX/STDIO; MPI-IO/HDF5 only for files with no POSIX record).",
+        (lambda: draw_top_files(top_with_time)) if len(top_with_time) else None, "No file has recorded I/O time."))
+
+    md = timed("metadata", lambda: metadata_over_time(profile))
+    md_src = md["source"][0] if len(md) else ""
+    has_md = any(md[k].sum() > 0 for k in ("open", "stat", "seek", "sync", "other")) if len(md) else False
+    plots["metadata"] = timed("metadata", lambda: _spec(
+        "plot-metadata", "Metadata operations over time",
+        "Traced metadata calls per second." if md_src == "ops" else
+        "Estimated: Darshan keeps only counts and first/last timestamps per file, so each file's opens are spread over its first-to-last open, and its stats, seeks and syncs over its first-open-to-last-close window.",
+        (lambda: draw_metadata_over_time(md)) if has_md else None, "No metadata operations recorded."))
+
+    dask = None
+    if len(profile.tasks):
+        from ..plots.dask import draw_task_durations, draw_task_stream, task_durations, task_stream
+
+        ts = timed("dask", lambda: task_stream(profile))
+        durs = timed("dask", lambda: task_durations(profile, cfg.stragglers))
+        plots["gantt"] = timed("dask", lambda: _spec(
+            "plot-gantt", "Task stream per worker thread",
+            "Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace.",
+            lambda: draw_task_stream(ts)))
+        plots["durations"] = timed("dask", lambda: _spec(
+            "plot-durations", "Task durations per prefix",
+            f"Box: quartiles of compute durations per prefix; dots: tasks; red crosses: stragglers (robust z > {cfg.stragglers.mad_factor}, at least {cfg.stragglers.min_excess_s} s over the prefix median).",
+            lambda: draw_task_durations(durs)))
+        strag = durs.filter(durs["straggler"])
+        order = np.argsort(-strag["duration_s"]) if len(strag) else np.zeros(0, int)
+        dask = {
+            "report_href": safe_href(dask_report_href),
+            "report_text": dask_report_href if dask_report_href and not safe_href(dask_report_href) else None,
+            "n_tasks": len(profile.tasks), "n_workers": len(ts.workers), "n_lanes": len(ts.lanes),
+            "n_prefixes": len(set(profile.tasks["prefix"].tolist())),
+            "stragglers": strag.take(order[:20]).rows() if len(strag) else [],
+            "mad_factor": cfg.stragglers.mad_factor, "min_excess_s": cfg.stragglers.min_excess_s,
+        }
+
+    t = time.perf_counter()
+    _render_plots(list(plots.values()), parallel=parallel)
+    clock["draw"] = time.perf_counter() - t
+    issues = [i.to_dict() for i in profile.issues_seen]
+    return {
+        "job": profile.job,
+        "summary": _summary(profile),
+        "findings": fdicts,
+        "volumes": vol.rows(),
+        "top_files": top.rows(),
+        "n_files": len(ft),
+        "plots": plots,
+        "dask": dask,
+        "issues": issues,
+        "obfuscated": False,
+    }
+
+
+def render_html(profile: JobProfile, findings: Iterable[Finding], *, report: dict | None = None,
+                dask_report_href: str | None = None, obfuscate: bool = False,
+                config: Config | None = None, timings: dict | None = None, parallel: bool = True) -> str:
+    """The HTML report of one job, as a string (one self-contained page)."""
+    _join_prewarm()
+    findings = list(findings)
+    if obfuscate:
+        from ..obfuscate import Obfuscator, obfuscate_findings, obfuscate_profile
+
+        obf = Obfuscator.for_profile(profile)
+        profile = obfuscate_profile(profile, obf)
+        findings = obfuscate_findings(findings, obf)
+        report = obf.scrub(report) if report is not None else None
+        if dask_report_href:
+            dask_report_href = obf.text(dask_report_href)
+    ctx = build_context(profile, findings, report=report, dask_report_href=dask_report_href, config=config,
+                        timings=timings, parallel=parallel)
+    ctx["obfuscated"] = obfuscate
+    t = time.perf_counter()
+    out = environment().get_template("report.html.j2").render(**ctx)
+    if timings is not None:
+        timings["template"] = time.perf_counter() - t
+    return out

@@ -1,0 +1,91 @@
+"""Files ranked by the time processes spent in I/O calls on them.
+
+Times are summed over processes (a file that 1,024 ranks each read for 0.2 s
+costs 205 s).  POSIX and STDIO are the layers that reach the file system; a
+file seen only through MPI-IO (or only through HDF5/PnetCDF) is counted at
+that layer instead, so no file is counted twice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...profile import JobProfile, Table
+from . import META, READ, WRITE, margins, new_figure, shorten
+
+LOW_LAYERS = (("POSIX", "POSIX"), ("STDIO", "STDIO"))
+HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR"), ("DFS", "DFS"), ("DAOS", "DAOS"))
+
+
+def _accumulate(profile: JobProfile, layers, acc: dict, skip: set | None = None) -> None:
+    for mod, pre in layers:
+        t = profile.module(mod)
+        if t is None:
+            continue
+        fid = t["file_id"]
+        keep = np.ones(len(fid), bool) if not skip else ~np.isin(fid, np.fromiter(skip, dtype=fid.dtype, count=len(skip)))
+        if not keep.any():
+            continue
+        uniq, inv = np.unique(fid[keep], return_inverse=True)
+        for col, name in (("read_time_s", f"{pre}_F_READ_TIME"), ("write_time_s", f"{pre}_F_WRITE_TIME"),
+                          ("meta_time_s", f"{pre}_F_META_TIME"), ("bytes_read", f"{pre}_BYTES_READ"),
+                          ("bytes_written", f"{pre}_BYTES_WRITTEN")):
+            if name not in t:
+                continue
+            sums = np.bincount(inv, weights=np.maximum(t[name][keep], 0).astype(np.float64), minlength=len(uniq))
+            for f, v in zip(uniq.tolist(), sums.tolist()):
+                acc.setdefault(f, {}).setdefault(col, 0.0)
+                acc[f][col] += v
+        ranks = t["rank"][keep]
+        for f, r in zip(fid[keep].tolist(), ranks.tolist()):
+            d = acc.setdefault(f, {})
+            d.setdefault("_ranks", set()).add(r)
+            d.setdefault("_layers", set()).add(mod)
+
+
+def file_times(profile: JobProfile) -> Table:
+    """Every file with its I/O time (read, write, metadata), bytes and process count."""
+    acc: dict[int, dict] = {}
+    _accumulate(profile, LOW_LAYERS, acc)
+    _accumulate(profile, HIGH_LAYERS, acc, skip=set(acc))
+    paths = profile.path_of()
+    nprocs = len(profile.processes)
+    fids = list(acc)
+    def col(name):
+        return np.asarray([acc[f].get(name, 0.0) for f in fids], dtype="f8")
+    procs = [nprocs if -1 in acc[f].get("_ranks", ()) else len(acc[f].get("_ranks", ())) for f in fids]
+    t = Table({
+        "file_id": np.asarray(fids, dtype="u8"),
+        "path": np.asarray([paths.get(f, f"<unnamed {f:016x}>") for f in fids], dtype=object),
+        "layers": np.asarray(["+".join(sorted(acc[f].get("_layers", ()))) for f in fids], dtype=object),
+        "read_time_s": col("read_time_s"), "write_time_s": col("write_time_s"), "meta_time_s": col("meta_time_s"),
+        "bytes_read": col("bytes_read").astype("i8"), "bytes_written": col("bytes_written").astype("i8"),
+        "processes": np.asarray(procs, dtype="i8"),
+    })
+    total = t["read_time_s"] + t["write_time_s"] + t["meta_time_s"]
+    t = t.with_columns(io_time_s=total)
+    order = np.lexsort((t["path"].astype(str), -total)) if len(t) else np.zeros(0, int)
+    return t.take(order)
+
+
+def top_files(profile: JobProfile, n: int = 10) -> Table:
+    t = file_times(profile)
+    return t.take(np.arange(min(n, len(t))))
+
+
+def draw_top_files(table: Table):
+    n = max(len(table), 1)
+    fig = new_figure(9.0, 1.2 + 0.3 * n)
+    margins(fig, left_in=3.6, bottom_in=0.85, top_in=0.15)
+    ax = fig.subplots()
+    y = np.arange(len(table))
+    left = np.zeros(len(table))
+    for col, color, label in (("read_time_s", READ, "read"), ("write_time_s", WRITE, "write"), ("meta_time_s", META, "metadata")):
+        ax.barh(y, table[col], left=left, color=color, label=label, height=0.7)
+        left = left + table[col]
+    ax.set_yticks(y, [shorten(str(p), 60) for p in table["path"]], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds in I/O calls, summed over processes")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.35 / (0.3 * n + 0.2)), ncol=3)
+    return fig

@@ -1,0 +1,116 @@
+"""`iodiag compare`: the comparison dict, its renderers and the command line, on real logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from iodiag.findings import Finding
+from iodiag.reports.compare import SCHEMA, compare_jobs, render_compare_html, render_compare_text
+
+from test_html_support import CORPUS, DASK_DXT, REPO, corpus_logs, leaked_names, load
+
+BEFORE = "generated/smallio-metadata-heavy-default/*.darshan"  # default limits: POSIX and DXT partial
+AFTER = "generated/smallio-metadata-heavy-maxrecords/*.darshan"  # same workload, record caps raised
+
+
+def _metric(d, name):
+    return next(r for r in d["metrics"] if r["name"] == name)
+
+
+def _posix_stdio(prof, posix, stdio):
+    return int(prof.counters["POSIX"][posix].sum()) + (int(prof.counters["STDIO"][stdio].sum()) if stdio and "STDIO" in prof.counters else 0)
+
+
+def test_same_job_changes_nothing():
+    p = load(DASK_DXT)
+    d = compare_jobs(p, p)
+    assert d["schema"] == SCHEMA
+    assert all(r["delta"] == 0 and r["verdict"] == "same" for r in d["metrics"])
+    assert d["findings"] == {"appeared": [], "resolved": [], "persisting": []}
+
+
+def test_before_after_numbers_come_from_the_counters():
+    a, b = load(BEFORE), load(AFTER)
+    d = compare_jobs(a, b)
+    assert d["layers"] == {"a": ["POSIX", "STDIO"], "b": ["POSIX", "STDIO"]}
+    for prof, side in ((a, "a"), (b, "b")):
+        assert _metric(d, "bytes_read")[side] == _posix_stdio(prof, "POSIX_BYTES_READ", "STDIO_BYTES_READ")
+        assert _metric(d, "bytes_written")[side] == _posix_stdio(prof, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN")
+        assert _metric(d, "reads")[side] == _posix_stdio(prof, "POSIX_READS", "STDIO_READS")
+        assert _metric(d, "wall_s")[side] == pytest.approx(prof.job.runtime_s)
+        assert _metric(d, "files")[side] == len(prof.files)
+    r = _metric(d, "reads")
+    assert r["delta"] == r["b"] - r["a"] and r["verdict"] == "worse"
+    # B records the 100k-op file that A's capped POSIX module missed entirely
+    assert r["b"] - r["a"] >= 100_000
+    assert _metric(d, "wall_s")["verdict"] == "better"
+    assert d["a"]["issues"] >= 1 and "POSIX" in d["a"]["partial_modules"] and d["b"]["issues"] == 0
+    text = render_compare_text(d)
+    assert "read operations" in text and "A has" in text and "lower bounds" in text
+
+
+def test_findings_appeared_resolved_persisting():
+    # Findings built here only to exercise the bookkeeping of the comparison (no diagnosis is claimed).
+    a, b = load(BEFORE), load(AFTER)
+    fa = [Finding("small-io", "high", "Small I/O", {"ops": 1}, "buffer"), Finding("metadata-storm", "medium", "Storm", {}, "batch")]
+    fb = [Finding("small-io", "low", "Small I/O", {"ops": 1}, "buffer"), Finding("many-small-files", "medium", "<files>", {}, "pack")]
+    d = compare_jobs(a, b, fa, fb)
+    f = d["findings"]
+    assert [x["id"] for x in f["resolved"]] == ["metadata-storm"]
+    assert [x["id"] for x in f["appeared"]] == ["many-small-files"]
+    assert f["persisting"] == [{"id": "small-io", "title": "Small I/O", "severity_a": "high", "severity_b": "low",
+                                "est_cost_s_a": None, "est_cost_s_b": None, "change": "better"}]
+    html = render_compare_html(d)
+    assert "<script" not in html.lower() and "&lt;files&gt;" in html and "1 appeared, 1 resolved, 1 persisting" in html
+    json.dumps(d)  # JSON-serialisable as is
+
+
+def _cli(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "src")
+    return subprocess.run([sys.executable, "-m", "iodiag", "compare", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+
+
+def test_cli_json_html_and_folders(tmp_path):
+    a = corpus_logs(BEFORE)[0]
+    b_dir = str(CORPUS / "generated/smallio-metadata-heavy-maxrecords")
+    out = tmp_path / "delta.html"
+    r = _cli(a, b_dir, "--json", "--html", str(out))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["schema"] == SCHEMA and d["b"]["logs"] and d["b"]["logs"][0].startswith(b_dir)
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "What changed" in page
+    r = _cli(a, b_dir)
+    assert r.returncode == 0 and "metric" in r.stdout and "verdict" in r.stdout
+
+
+def test_cli_obfuscate_hides_names_in_every_output(tmp_path):
+    logs = corpus_logs(DASK_DXT)
+    folder = str(CORPUS / "generated/dask-localcluster-2workers-dxt-jobid")
+    names = set(n for pat in (DASK_DXT, BEFORE) for n in __import__("iodiag.reports.obfuscate", fromlist=["x"]).sensitive_names(load(pat)))
+    out = tmp_path / "delta.html"
+    r = _cli(corpus_logs(BEFORE)[0], folder, "--json", "--html", str(out), "--obfuscate")
+    assert r.returncode == 0, r.stderr
+    assert leaked_names(names, r.stdout) == []
+    assert leaked_names(names, out.read_text()) == []
+    r2 = _cli(corpus_logs(BEFORE)[0], folder, "--obfuscate")
+    assert r2.returncode == 0 and leaked_names(names, r2.stdout) == []
+    assert len(logs) == 4
+
+
+@pytest.mark.parametrize("bad,code,words", [("/no/such/log.darshan", 3, "no such file"), ("EMPTY", 3, "")])
+def test_cli_user_errors_are_one_line(tmp_path, bad, code, words):
+    if bad == "EMPTY":
+        bad = str(tmp_path)
+    r = _cli(bad, corpus_logs(BEFORE)[0])
+    assert r.returncode == code
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and words in lines[0] and bad in lines[0] and lines[0].startswith("iodiag: error:")

@@ -1,0 +1,100 @@
+"""The HTML report in a real headless Chromium: loads with no console errors,
+every plot is a decoded image with a non-zero size, and hostile file names are
+shown as text without any script running.
+
+Screenshots are written to $IODIAG_SCREENSHOT_DIR when set (to look at them).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from iodiag.findings import Finding
+from iodiag.reports.html import render_html
+
+from test_html_support import (  # noqa: F401  (browser is a fixture)
+    COUNTERS_ONLY, DXT_1024, XSS_NAMES, browser, dask_profile, load, screenshot_dir, xss_profile,
+)
+
+pytestmark = pytest.mark.chromium
+
+EXPECTED_PLOTS = {"plot-volumes", "plot-sizes", "plot-timeline", "plot-files", "plot-metadata"}
+
+
+def _png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def _check_page(r, expected_plots):
+    assert r["errors"] == [], r["errors"]
+    assert r["scripts"] == [] and r["script_elements"] == 0, "the report must not run any script"
+    assert r["dialogs"] == []
+    figures = {i["id"]: i for i in r["images"]}
+    assert expected_plots <= set(figures), set(figures)
+    for pid in expected_plots:
+        img = figures[pid]
+        assert img["complete"] and img["w"] > 100 and img["h"] > 100, img
+        assert img["cw"] > 100 and img["ch"] > 50, img  # laid out on the page, not hidden
+
+
+@pytest.mark.parametrize("name,pattern", [("dxt1024", DXT_1024), ("counters-only", COUNTERS_ONLY)])
+def test_report_loads_cleanly(browser, tmp_path, name, pattern):
+    prof = load(pattern)
+    page = tmp_path / f"{name}.html"
+    page.write_text(render_html(prof, []), encoding="utf-8")
+    shot = screenshot_dir(tmp_path) / f"report-{name}.png"
+    r = browser.load(page, screenshot=shot)
+    _check_page(r, EXPECTED_PLOTS)
+    w, h = _png_size(shot)
+    assert w == 1100 and h > 2000
+    assert f"I/O report: job {prof.job.job_id}" in r["text"]
+    if name == "dxt1024":
+        assert "1,024 processes drawn as 256 rows of 4" in r["text"]
+    else:
+        assert "No trace or heatmap in this log" in r["text"]
+
+
+def test_dask_report_loads_cleanly(browser, tmp_path):
+    prof, _slow = dask_profile()
+    (tmp_path / "dask-report.html").write_text("<html><body>Dask performance report</body></html>")
+    page = tmp_path / "dask.html"
+    page.write_text(render_html(prof, [], dask_report_href="dask-report.html"), encoding="utf-8")
+    shot = screenshot_dir(tmp_path) / "report-dask.png"
+    r = browser.load(page, screenshot=shot)
+    _check_page(r, EXPECTED_PLOTS | {"plot-gantt", "plot-durations"})
+    assert "Dask performance report captured with this run" in r["text"]
+    assert "straggler task" in r["text"]
+
+
+def test_hostile_file_names_render_as_text_and_no_script_runs(browser, tmp_path):
+    prof = xss_profile()
+    finding = Finding(id="small-io", severity="high", title=f"Small writes to {XSS_NAMES[0]}",
+                      evidence={"file": XSS_NAMES[1], "ops": 12}, recommendation=f"Buffer writes to {XSS_NAMES[1]}",
+                      files=[XSS_NAMES[0], XSS_NAMES[1]])
+    page = tmp_path / "xss.html"
+    page.write_text(render_html(prof, [finding], dask_report_href="javascript:alert(1)"), encoding="utf-8")
+    shot = screenshot_dir(tmp_path) / "report-xss.png"
+    r = browser.load(page, screenshot=shot)
+    assert r["dialogs"] == [] and r["scripts"] == [] and r["errors"] == []
+    assert r["handlers"] == 0 and r["script_elements"] == 0
+    for bad in ("x", "javascript:alert(1)"):
+        assert not any(i["src"] == bad for i in r["images"])
+    for name in XSS_NAMES:
+        assert name in r["text"], f"{name!r} must be shown as text"
+    # the file names reach the job summary, the findings, the top-files table
+    assert r["text"].count(XSS_NAMES[0]) >= 4
+
+
+def test_compare_page_loads_cleanly(browser, tmp_path):
+    from iodiag.reports.compare import compare_jobs, render_compare_html
+
+    a, b = load("generated/smallio-metadata-heavy-default/*.darshan"), load("generated/smallio-metadata-heavy-maxrecords/*.darshan")
+    page = tmp_path / "compare.html"
+    page.write_text(render_compare_html(compare_jobs(a, b)), encoding="utf-8")
+    r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "compare.png")
+    assert r["errors"] == [] and r["scripts"] == [] and r["script_elements"] == 0
+    assert "What changed" in r["text"] and "read operations" in r["text"]

@@ -18,6 +18,10 @@ for i in range(50):
         fh.write(b"z" * 1000)
 for i in range(50):
     os.stat(os.path.join(out, f"f{i}"))
+# iodiag's own bookkeeping in the job folder (as the Dask capture and workload records do)
+for i in range(12):
+    with open(os.path.join(os.environ["IODIAG_JOB_DIR"], "own-record.json"), "a") as fh:
+        fh.write("{}\n")
 sys.exit(3)
 '''
 
@@ -43,4 +47,7 @@ def test_embedded_collector_job_is_recorded_and_loads(tmp_path):
     assert rec.data["pid"] in prof.processes["pid"].tolist()
     files = [p for p in prof.files["path"].tolist() if "/out/f" in p]
     assert len(files) == 50
+    # the job folder is excluded like Darshan's NAME_EXCLUDE: iodiag's own files are not the workload's I/O
+    assert not [p for p in prof.files["path"].tolist() if p.startswith(str(rec.folder))]
+    assert (rec.folder / "own-record.json").read_text().count("{}") == 12
     assert prof.job.metadata["exit_code"] == "3"

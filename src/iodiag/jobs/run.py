@@ -217,7 +217,10 @@ def _run_in(record: JobRecord, opts: RunOptions, argv: list[str], collector: str
         traces = folder / "traces"
         traces.mkdir(exist_ok=True)
         # the embedded collector's own default cap unless the user gave --max-records
-        child_env.update({k: str(v) for k, v in runtime.prepare(traces, max_records=opts.max_records).items()})
+        # like Darshan's NAME_EXCLUDE above: iodiag's own job folder (task-stream capture) and capture code are not the workload's I/O
+        own = [str(folder).rstrip("/") + "/", str(PRELOAD_FILE.parent).rstrip("/") + "/"]
+        exclude = runtime.default_excludes() + [p for p in own if ":" not in p]
+        child_env.update({k: str(v) for k, v in runtime.prepare(traces, max_records=opts.max_records, exclude=exclude).items()})
     if opts.dask:
         dask_dir = folder / "dask"
         dask_dir.mkdir(exist_ok=True)

@@ -97,6 +97,16 @@ class Reader:
 
 
 @dataclass(frozen=True)
+class Site:
+    batch_logs: int = 1024  # most logs per Dask task (one forked reader streams them all; fewer forks, less copy-on-write)
+    min_batch_logs: int = 32  # small archives: at least 4 tasks per worker, but no task under this
+    in_flight_per_worker: int = 3  # tasks queued per worker; bounds driver memory
+    part_rows: int = 20000  # job rows buffered before a parquet part is written
+    # modules decoded for site features (no DXT/HEATMAP: counters are enough and 10x cheaper)
+    modules: tuple[str, ...] = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS", "LUSTRE")
+
+
+@dataclass(frozen=True)
 class Sweep:
     max_runs: int = 64  # a grid with more runs needs --yes
     submit_timeout_s: float = 60.0  # per sbatch/bsub/qsub call
@@ -112,6 +122,7 @@ class Config:
     severity: Severity = field(default_factory=Severity)
     report: Report = field(default_factory=Report)
     reader: Reader = field(default_factory=Reader)
+    site: Site = field(default_factory=Site)
     sweep: Sweep = field(default_factory=Sweep)
 
 

@@ -39,13 +39,25 @@ def parse_log_name(path: str) -> dict[str, str]:
 
 
 def _fs_lookup(mounts: list[tuple[str, str]]):
-    ordered = sorted(mounts, key=lambda m: len(m[0]), reverse=True)
+    ordered = [(mnt, mnt.rstrip("/") + "/", fstype) for mnt, fstype in sorted(mounts, key=lambda m: len(m[0]), reverse=True)]
+    by_dir: dict[str, tuple[str, str]] = {}
+    mount_paths = {m for m, _, _ in ordered}
 
-    def lookup(path: str) -> tuple[str, str]:
-        for mnt, fstype in ordered:
-            if path == mnt or path.startswith(mnt.rstrip("/") + "/") or mnt == "/":
+    def find(path: str) -> tuple[str, str]:
+        for mnt, prefix, fstype in ordered:
+            if path == mnt or path.startswith(prefix) or mnt == "/":
                 return mnt, fstype
         return "", ""
+
+    def lookup(path: str) -> tuple[str, str]:
+        # files of one directory share a mount (site ingest: 2,048 files per log are common)
+        d, sep, _ = path.rpartition("/")
+        if not sep or path in mount_paths:
+            return find(path)
+        hit = by_dir.get(d)
+        if hit is None:
+            hit = by_dir[d] = find(path)
+        return hit
 
     return lookup
 

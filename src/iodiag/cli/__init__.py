@@ -14,6 +14,7 @@ from .app import app
 from . import report as _report  # noqa: F401  (registers commands)
 from . import workload as _workload, sweep as _sweep  # noqa: F401,E401  (registers commands)
 from . import compare as _compare  # noqa: F401
+from . import site as _site  # noqa: F401  (registers `iodiag site`)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -54,6 +54,9 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a report is as shareable as any file
         os.replace(tmp, path)
     except OSError as exc:
         try:

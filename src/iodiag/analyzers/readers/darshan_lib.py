@@ -88,7 +88,7 @@ def counter_names(mod: str, floats: bool = False) -> tuple[str, ...]:
         end = end.replace("MPI-IO", "MPIIO")
     try:
         arr = getattr(L, var)
-    except (AttributeError, ffi.error):
+    except Exception:  # noqa: BLE001 - cffi raises AttributeError or its own error for a missing symbol
         return ()
     names = []
     i = 0

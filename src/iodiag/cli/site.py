@@ -1,0 +1,126 @@
+"""`iodiag site ingest` and `iodiag site report`: a site's Darshan archive, on Dask."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import IodiagError
+from .app import app
+
+site_app = typer.Typer(
+    help="Site analysis: ingest a Darshan archive (YYYY/M/D tree) in parallel, then report what hurts the site.\n\n"
+    "Examples:\n\n"
+    "  iodiag site ingest /lus/darshan-logs --out site.parquet\n\n"
+    "  iodiag site ingest /lus/darshan-logs --out site.parquet --scheduler tcp://head:8786\n\n"
+    "  iodiag site report site.parquet --html site.html\n\n"
+    "  iodiag site report site.parquet --json > site.json",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(site_app, name="site")
+
+
+def _fail(exc: IodiagError) -> None:
+    print(f"iodiag: error: {exc}", file=sys.stderr)
+    raise typer.Exit(exc.exit_code)
+
+
+@site_app.command("ingest")
+def ingest_cmd(
+    archive: Path = typer.Argument(..., help="root of the Darshan log tree (holds YYYY/M/D/ folders)"),
+    out: Path = typer.Option(..., "--out", "-o", help="site dataset to create or update (a directory of parquet parts)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of a running Dask scheduler (e.g. one started by dask-jobqueue on the batch system)"),
+    workers: Optional[int] = typer.Option(None, "--workers", "-n", help="local worker processes (default: one per core); 0 reads in this process without Dask"),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file overriding thresholds ([site] batch_logs, modules, ...)"),
+    json_out: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+) -> None:
+    """Read every new log of ARCHIVE into OUT: one row per job and per program, plus an errors table.
+
+    A second run reads only logs that are new or changed.  Damaged logs never
+    stop the run; they land in the errors table with their cause.
+
+    Examples:
+
+      iodiag site ingest /lus/darshan-logs --out site.parquet --workers 8
+
+      iodiag site ingest /lus/darshan-logs --out site.parquet --scheduler tcp://head:8786
+    """
+    import json
+
+    from ..config import load_config
+    from ..site.ingest import ingest_archive
+
+    try:
+        cfg = load_config(config)
+        if quiet or json_out or not sys.stderr.isatty():
+            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers)
+        else:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TextColumn("logs"), TimeElapsedColumn(), TimeRemainingColumn(), transient=False) as bar:
+                task = bar.add_task("ingest", total=None)
+
+                def progress(kind: str, n: int) -> None:
+                    if kind == "total":
+                        bar.update(task, total=n)
+                    else:
+                        bar.advance(task, n)
+
+                summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress)
+    except IodiagError as exc:
+        _fail(exc)
+        return
+    d = summary.to_dict()
+    if json_out:
+        print(json.dumps(d, indent=2))
+        return
+    rate = f", {d['logs_per_s']:.0f} logs/s" if d["logs_per_s"] else ""
+    n = d["workers"]
+    where = "in this process" if n == 0 else f"on {n} Dask worker{'s' if n != 1 else ''}"
+    print(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
+          f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
+          f"in {d['seconds']:.1f} s {where}{rate}")
+    if d["errors"]:
+        print(f"damaged logs are listed in the report: iodiag site report {out}")
+
+
+@site_app.command("report")
+def report_cmd(
+    dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest"),
+    json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    html: Optional[Path] = typer.Option(None, "--html", help="also write an HTML report to this path"),
+    top: int = typer.Option(10, "--top", help="rows in the top users / executables tables"),
+) -> None:
+    """What hurts the site: finding prevalence weighted by core-hours and I/O time,
+    top users and executables affected, op sizes, files per job, trends, damaged logs.
+
+    Examples:
+
+      iodiag site report site.parquet
+
+      iodiag site report site.parquet --json | jq '.prevalence[0]'
+    """
+    from ..site.aggregate import site_report
+    from ..site.render import render_html, render_json, render_text
+
+    try:
+        rep = site_report(dataset, top_n=top)
+        if html is not None:
+            try:
+                html.write_text(render_html(rep))
+            except OSError as exc:
+                from ..errors import InputUnreadable
+
+                raise InputUnreadable(f"{html}: cannot write the HTML report: {exc.strerror}", hint="check the directory exists and is writable") from None
+    except IodiagError as exc:
+        _fail(exc)
+        return
+    print(render_json(rep) if json_out else render_text(rep))
+    if html is not None and not json_out:
+        print(f"HTML report: {html}")

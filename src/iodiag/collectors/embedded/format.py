@@ -1,0 +1,56 @@
+"""The embedded collector's trace format (mirrors ``iodiag_preload.c``).
+
+One process writes ``<host>-<pid>-<start_ns>.iot`` (a 4096-byte header followed by
+fixed 48-byte records) and ``<host>-<pid>-<start_ns>.names`` (``u64 id, u32 len,
+u32 pad, path bytes`` entries).  Everything here is NumPy dtypes and code
+tables, so a reader can ``np.fromfile`` a trace without a per-record loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAGIC = b"IODIAGT1"
+FORMAT_VERSION = 1
+HEADER_SIZE = 4096
+DEFAULT_MAX_RECORDS = 4 * 1024 * 1024  # per process: 192 MiB of records at most
+
+RECORD_DTYPE = np.dtype([
+    ("op", "u1"), ("module", "u1"), ("flags", "<u2"), ("tid", "<u4"),
+    ("file_id", "<u8"), ("offset", "<i8"), ("length", "<i8"),
+    ("start_ns", "<u8"), ("dur_ns", "<u8"),
+])
+assert RECORD_DTYPE.itemsize == 48
+
+HEADER_DTYPE = np.dtype({
+    "names": ["magic", "version", "rec_size", "header_size", "count", "cap", "dropped", "flags",
+              "exit_status", "pid", "ppid", "start_ns", "end_ns", "host", "exe", "cmdline", "cmdline_len"],
+    "formats": ["S8", "<u4", "<u4", "<u8", "<u8", "<u8", "<u8", "<u4",
+                "<i4", "<i8", "<i8", "<u8", "<u8", "S64", "S1024", "V2048", "<u4"],
+    "offsets": [0, 8, 12, 16, 24, 32, 40, 48, 52, 56, 64, 72, 80, 88, 152, 1176, 3224],
+    "itemsize": HEADER_SIZE,
+})
+
+NAME_ENTRY_HEADER = np.dtype([("id", "<u8"), ("len", "<u4"), ("pad", "<u4")])
+
+# raw operation codes written by the C library
+OPC_NAMES = (
+    "none", "read", "write", "open", "close", "stat", "seek", "fsync", "readdir", "mkdir",
+    "rename", "unlink", "fdatasync", "flush", "dup", "fdopen", "rmdir", "opendir", "closedir", "fdopendir",
+)
+OPC = {name: i for i, name in enumerate(OPC_NAMES)}
+
+# record flags
+RF_FAILED = 1
+RF_MEM_UNALIGNED = 2
+RF_OFFSET_UNKNOWN = 4
+RF_CREATE = 8
+RF_DIR = 16
+
+# header flags
+HF_EXITED = 1
+HF_EXEC = 2
+HF_CAPPED = 4
+
+MODULE_POSIX = 0
+MODULE_STDIO = 2

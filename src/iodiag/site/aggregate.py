@@ -1,0 +1,217 @@
+"""What the site report shows, computed from the site dataset (no formatting here).
+
+``site_report(path)`` returns one plain dict (JSON-ready):
+
+* ``overview``: jobs, programs, logs read, damaged logs, days, core-hours, I/O time;
+* ``prevalence``: for each finding id, the jobs it affects and their share of
+  all jobs, of all core-hours and of all I/O time, plus the estimated seconds
+  the finding costs (sum of ``est_cost_s``);
+* ``top_users`` / ``top_executables``: who and what is affected, ranked by
+  estimated cost, then by I/O time of affected jobs;
+* ``op_sizes``: the site's POSIX op-size histogram (reads, writes) and how
+  many jobs have each size bin as their most common;
+* ``files_per_job``: quantiles and a log-scale histogram;
+* ``trends``: per month (per day when the data span under two months) jobs,
+  core-hours, I/O time, bytes, and the share of jobs with each finding;
+* ``errors``: damaged or unreadable logs by kind, with examples.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from ..findings import FINDING_IDS
+from .features import SIZE_BINS, SIZE_BIN_LOW_BYTES
+from .store import load_site
+
+FILES_BUCKETS = ((0, 0, "0"), (1, 1, "1"), (2, 10, "2-10"), (11, 100, "11-100"), (101, 1000, "101-1k"),
+                 (1001, 10000, "1k-10k"), (10001, math.inf, ">10k"))
+
+
+def _f(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _share(a: float, b: float) -> float | None:
+    return a / b if b > 0 else None
+
+
+def finding_long(jobs) -> "Any":
+    """One row per (job, finding): job_key, user, exe, finding, cost_s, core_hours, io_time_s."""
+    import numpy as np
+    import pandas as pd
+
+    if not len(jobs):
+        return pd.DataFrame(columns=["job_key", "user", "exe", "finding", "severity", "cost_s", "core_hours", "io_time_s", "month"])
+    ids = jobs["finding_ids"].map(lambda v: list(v) if v is not None else [])
+    n = ids.map(len).to_numpy()
+    rep = np.repeat(np.arange(len(jobs)), n)
+    base = jobs.iloc[rep][["job_key", "user", "exe", "core_hours", "io_time_s", "month"]].reset_index(drop=True)
+    base["finding"] = [x for v in ids for x in v]
+    base["severity"] = [x for v in jobs["finding_severities"] for x in (list(v) if v is not None else [])]
+    base["cost_s"] = [x for v in jobs["finding_costs_s"] for x in (list(v) if v is not None else [])]
+    # a job (or program: exe) with the same finding twice (several files) counts once
+    agg = base.groupby(["job_key", "exe", "finding"], sort=False).agg(
+        user=("user", "first"), severity=("severity", "first"), cost_s=("cost_s", lambda s: s.sum(min_count=1)),
+        core_hours=("core_hours", "first"), io_time_s=("io_time_s", "first"), month=("month", "first"),
+    )
+    return agg.reset_index()
+
+
+def prevalence(jobs) -> list[dict[str, Any]]:
+    long = finding_long(jobs)
+    total_jobs = len(jobs)
+    total_ch = float(jobs["core_hours"].sum()) if total_jobs else 0.0
+    total_io = float(jobs["io_time_s"].sum()) if total_jobs else 0.0
+    out = []
+    for fid, g in long.groupby("finding", sort=False):
+        ch, io = float(g["core_hours"].sum()), float(g["io_time_s"].sum())
+        cost = g["cost_s"].sum(min_count=1)
+        out.append({
+            "finding": fid, "jobs": int(len(g)), "jobs_share": _share(len(g), total_jobs),
+            "core_hours": ch, "core_hours_share": _share(ch, total_ch),
+            "io_time_s": io, "io_time_share": _share(io, total_io),
+            "est_cost_s": _f(cost), "est_cost_share_of_io_time": _share(_f(cost) or 0.0, total_io) if _f(cost) is not None else None,
+            "high": int((g["severity"] == "high").sum()),
+        })
+    order = {f: i for i, f in enumerate(FINDING_IDS)}
+    out.sort(key=lambda r: (-(r["io_time_share"] or 0.0), -(r["core_hours_share"] or 0.0), order.get(r["finding"], 999)))
+    return out
+
+
+def _top(frame, long, key: str, n: int) -> list[dict[str, Any]]:
+    if not len(frame):
+        return []
+    allj = frame.groupby(key).agg(jobs=("job_key", "nunique"), core_hours=("core_hours", "sum"), io_time_s=("io_time_s", "sum"))
+    if len(long):
+        aff = long.groupby(key).agg(jobs_affected=("job_key", "nunique"))
+        # findings of one job can overlap (small and random ops are the same seconds):
+        # a job's estimated cost is the sum of its findings' costs, capped at its I/O time
+        per = long.groupby(["job_key", key]).agg(cost=("cost_s", lambda s: s.sum(min_count=1)), io=("io_time_s", "first"))
+        per["cost"] = per["cost"].clip(upper=per["io"])
+        aff["est_cost_s"] = per.groupby(level=1)["cost"].sum(min_count=1)
+        # I/O time of affected jobs (programs), each once per group
+        per_job = long.drop_duplicates(["job_key", key])
+        aff["affected_io_time_s"] = per_job.groupby(key)["io_time_s"].sum()
+        aff["affected_core_hours"] = per_job.groupby(key)["core_hours"].sum()
+        aff["findings"] = long.groupby(key)["finding"].agg(lambda s: s.value_counts().to_dict())
+        t = allj.join(aff, how="inner")
+    else:
+        return []
+    t = t.assign(_c=t["est_cost_s"].fillna(0.0)).sort_values(["_c", "affected_io_time_s", "jobs_affected"], ascending=False).head(n)
+    rows = []
+    for name, r in t.iterrows():
+        rows.append({
+            key: name, "jobs": int(r["jobs"]), "jobs_affected": int(r["jobs_affected"]),
+            "core_hours": float(r["core_hours"]), "io_time_s": float(r["io_time_s"]),
+            "affected_core_hours": float(r["affected_core_hours"]), "affected_io_time_s": float(r["affected_io_time_s"]),
+            "est_cost_s": _f(r["est_cost_s"]),
+            "findings": {k: int(v) for k, v in sorted(r["findings"].items(), key=lambda kv: -kv[1])},
+        })
+    return rows
+
+
+def op_sizes(jobs) -> dict[str, Any]:
+    import numpy as np
+
+    out: dict[str, Any] = {"bins": list(SIZE_BINS), "bin_low_bytes": list(SIZE_BIN_LOW_BYTES)}
+    for rw in ("read", "write"):
+        cols = [f"posix_size_{rw}_{b.lower()}" for b in SIZE_BINS]
+        m = jobs[cols].fillna(0.0).to_numpy() if len(jobs) else np.zeros((0, len(cols)))
+        out[f"{rw}_ops"] = [float(x) for x in m.sum(axis=0)] if len(m) else [0.0] * len(cols)
+        has = m.sum(axis=1) > 0
+        dom = np.bincount(m[has].argmax(axis=1), minlength=len(cols)) if has.any() else np.zeros(len(cols), int)
+        out[f"{rw}_jobs_by_dominant_bin"] = [int(x) for x in dom]
+    tot = np.asarray(out["read_ops"]) + np.asarray(out["write_ops"])
+    out["ops_total"] = float(tot.sum())
+    out["ops_lt_100k_share"] = float(tot[:4].sum() / tot.sum()) if tot.sum() > 0 else None
+    return out
+
+
+def files_per_job(jobs) -> dict[str, Any]:
+    import numpy as np
+
+    v = jobs["n_files"].fillna(0).to_numpy(dtype="f8") if len(jobs) else np.zeros(0)
+    q = {f"p{p}": (float(np.percentile(v, p)) if len(v) else None) for p in (50, 90, 99)}
+    q["max"] = float(v.max()) if len(v) else None
+    q["mean"] = float(v.mean()) if len(v) else None
+    hist = [{"files": label, "jobs": int(((v >= lo) & (v <= hi)).sum())} for lo, hi, label in FILES_BUCKETS]
+    return {"quantiles": q, "histogram": hist}
+
+
+def trends(jobs) -> dict[str, Any]:
+    import pandas as pd
+
+    if not len(jobs):
+        return {"period": "month", "rows": []}
+    days = pd.to_datetime(jobs["day"], errors="coerce")
+    span = (days.max() - days.min()).days if days.notna().any() else 0
+    period = "day" if span < 62 else "month"
+    key = jobs["day"] if period == "day" else jobs["month"]
+    frame = jobs.assign(_p=key.fillna("unknown"))
+    g = frame.groupby("_p", sort=True)
+    rows = []
+    for p, grp in g:
+        r = {"period": p, "jobs": int(len(grp)), "core_hours": float(grp["core_hours"].sum()),
+             "io_time_s": float(grp["io_time_s"].sum()),
+             "bytes": float(grp["bytes_read"].sum() + grp["bytes_written"].sum()),
+             "jobs_with_findings": int((grp["n_findings"] > 0).sum()), "finding_share": {}}
+        for fid in FINDING_IDS:
+            col = f"finding_{fid.replace('-', '_')}"
+            k = int(grp[col].sum())
+            if k:
+                r["finding_share"][fid] = k / len(grp)
+        rows.append(r)
+    return {"period": period, "rows": rows}
+
+
+def errors_summary(errors, n: int = 10) -> dict[str, Any]:
+    if errors is None or not len(errors):
+        return {"total": 0, "by_kind": {}, "examples": []}
+    by = errors.groupby("kind")["path"].nunique().sort_values(ascending=False)
+    ex = errors.drop_duplicates("path").head(n)
+    return {
+        "total": int(errors["path"].nunique()),
+        "unreadable": int(errors.loc[~errors["loaded"], "path"].nunique()),
+        "by_kind": {k: int(v) for k, v in by.items()},
+        "examples": [{"path": p, "kind": k, "cause": c} for p, k, c in zip(ex["path"], ex["kind"], ex["cause"])],
+    }
+
+
+def site_report(path: str | os.PathLike, *, top_n: int = 10) -> dict[str, Any]:
+    data = load_site(path)
+    jobs, programs, errors, logs = data["jobs"], data["programs"], data["errors"], data["logs"]
+    state = data["state"]
+    long = finding_long(jobs)
+    # per-program findings attribute multi-program jobs to the executable that has them
+    plong = finding_long(programs.assign(exe=programs["program"])) if len(programs) else long
+    days = jobs["day"].dropna() if len(jobs) else []
+    overview = {
+        "dataset": os.fspath(path), "archive": state.get("archive"), "runs": len(state.get("runs", [])),
+        "jobs": int(len(jobs)), "programs": int(len(programs)),
+        "logs_read": int((logs["status"] == "ok").sum()) if len(logs) else 0,
+        "logs_damaged": int(errors["path"].nunique()) if len(errors) else 0,
+        "first_day": str(min(days)) if len(days) else None, "last_day": str(max(days)) if len(days) else None,
+        "core_hours": float(jobs["core_hours"].sum()) if len(jobs) else 0.0,
+        "io_time_s": float(jobs["io_time_s"].sum()) if len(jobs) else 0.0,
+        "bytes_read": float(jobs["bytes_read"].sum()) if len(jobs) else 0.0,
+        "bytes_written": float(jobs["bytes_written"].sum()) if len(jobs) else 0.0,
+        "jobs_with_findings": int((jobs["n_findings"] > 0).sum()) if len(jobs) else 0,
+        "partial_jobs": int(jobs["partial"].sum()) if len(jobs) else 0,
+    }
+    return {
+        "overview": overview,
+        "prevalence": prevalence(jobs),
+        "top_users": _top(jobs, long, "user", top_n),
+        "top_executables": _top(programs.assign(exe=programs["program"]) if len(programs) else jobs, plong, "exe", top_n),
+        "op_sizes": op_sizes(jobs),
+        "files_per_job": files_per_job(jobs),
+        "trends": trends(jobs),
+        "errors": errors_summary(errors),
+    }

@@ -1,0 +1,266 @@
+"""Ingest a Darshan archive into a site dataset, in parallel on Dask.
+
+The driver walks the archive one directory at a time, groups logs into jobs,
+packs jobs into tasks of about ``config.site.batch_logs`` logs and keeps at
+most ``in_flight_per_worker`` tasks per worker queued: finished tasks are
+collected, their rows buffered as Arrow tables and flushed to a parquet part
+every ``part_rows`` jobs.  Memory therefore depends on the batch sizes, not
+on the size of the archive.
+
+Incremental: a directory whose signature (names, sizes, mtimes of its logs)
+is unchanged since the last run is skipped without reading anything; in a
+changed directory only jobs with a new or rewritten log are read again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from ..config import Config
+from ..errors import DependencyMissing, InputNotFound, UsageError
+from .store import SiteStore
+from .walk import DirListing, Unit, group_units, iter_dirs
+from .worker import process_units
+
+# progress(kind, n): kind is "total" (logs in the archive), "skipped" (already
+# ingested, nothing to read) or "read" (logs read by a finished task)
+Progress = Callable[[str, int], None]
+
+
+@dataclass
+class IngestSummary:
+    out: str
+    run: int
+    logs_total: int = 0
+    logs_skipped: int = 0
+    logs_read: int = 0
+    jobs: int = 0
+    programs: int = 0
+    errors: int = 0
+    tasks: int = 0
+    workers: int = 0
+    seconds: float = 0.0
+    dirs_changed: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["dirs_changed"] = len(self.dirs_changed)
+        d["logs_per_s"] = self.logs_read / self.seconds if self.seconds > 0 else None
+        return d
+
+
+def _plan(store: SiteStore, listings: list[tuple[str, str, int]]):
+    """Which directories need reading, and which of their logs are already known."""
+    sigs = store.dir_signatures()
+    changed = [rel for rel, sig, _ in listings if sigs.get(rel) != sig]
+    return set(changed), store.known_logs(changed)
+
+
+def _units_to_read(archive: str, listing: DirListing, known: dict[str, tuple[int, int]]) -> list[Unit]:
+    if not known:
+        return group_units(archive, listing)
+    fresh = {e.name for e in listing.entries if known.get(e.name) != (e.size, e.mtime_ns)}
+    if not fresh:
+        return []
+    return group_units(archive, listing, only=fresh)
+
+
+def _batches(units: Iterator[Unit], batch_logs: int) -> Iterator[list[Unit]]:
+    batch: list[Unit] = []
+    n = 0
+    for u in units:
+        if batch and n + len(u.paths) > batch_logs:
+            yield batch
+            batch, n = [], 0
+        batch.append(u)
+        n += len(u.paths)
+    if batch:
+        yield batch
+
+
+class _Sink:
+    """Buffers finished tasks' Arrow tables and writes a part every part_rows jobs."""
+
+    def __init__(self, store: SiteStore, summary: IngestSummary, part_rows: int) -> None:
+        self.store, self.summary, self.part_rows = store, summary, part_rows
+        self.buf: dict[str, list] = {"jobs": [], "programs": [], "errors": [], "logs": []}
+        self.rows = 0
+
+    def add(self, result: dict[str, Any]) -> None:
+        for k in self.buf:
+            self.buf[k].append(result[k])
+        n = result["jobs"].num_rows
+        self.summary.jobs += n
+        self.summary.programs += result["programs"].num_rows
+        self.summary.errors += result["errors"].num_rows
+        self.rows += n + result["errors"].num_rows
+        if self.rows >= self.part_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        if not any(self.buf.values()):
+            return
+        self.store.write_part({k: pa.concat_tables(v) for k, v in self.buf.items() if v})
+        self.buf = {k: [] for k in self.buf}
+        self.rows = 0
+
+
+def _failed_task(units: list[Unit], exc: BaseException, run: int) -> dict[str, Any]:
+    """Rows for a task whose worker died (e.g. killed for memory): every log an error."""
+    from .features import ERROR_COLUMNS, JOB_COLUMNS, LOG_COLUMNS, PROGRAM_COLUMNS
+    from .worker import to_table
+
+    cause = f"the Dask task reading this log failed: {type(exc).__name__}: {exc}"
+    errors, logs = [], []
+    for u in units:
+        for p, n, s, m in zip(u.paths, u.names, u.sizes, u.mtimes_ns):
+            errors.append({"job_key": u.job_key, "dir": u.dir, "day": u.day, "path": p, "name": n,
+                           "kind": "task-failed", "cause": cause, "loaded": False, "run": run})
+            logs.append({"dir": u.dir, "name": n, "size": s, "mtime_ns": m, "status": "error", "job_key": u.job_key, "run": run})
+    return {"jobs": to_table([], JOB_COLUMNS), "programs": to_table([], PROGRAM_COLUMNS),
+            "errors": to_table(errors, ERROR_COLUMNS), "logs": to_table(logs, LOG_COLUMNS)}
+
+
+def ingest_archive(
+    archive: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    config: Config | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Read every new log of ``archive`` into the site dataset ``out``.
+
+    ``client``: an existing ``distributed.Client``; else ``scheduler`` (address
+    of a running scheduler, e.g. one started by dask-jobqueue); else a local
+    cluster of ``workers`` processes (one thread each).  ``workers=0`` reads
+    in this process, without Dask.
+    """
+    cfg = config or Config()
+    archive = os.fspath(archive)
+    if not os.path.isdir(archive):
+        raise InputNotFound(f"{archive}: no such directory", hint="give the root of the Darshan log tree (the folder holding YYYY/M/D)")
+    if workers is not None and workers < 0:
+        raise UsageError(f"--workers {workers}: must be 0 (no Dask) or more")
+    emit = progress or (lambda kind, n: None)
+    t0 = time.perf_counter()
+    store = SiteStore(out, archive)
+    summary = IngestSummary(out=str(out), run=store.run)
+
+    # pass 1: cheap listing (names, sizes, mtimes) to size the progress bar and
+    # find what changed; only per-directory signatures are kept
+    listings = [(d.rel, d.signature, len(d.entries)) for d in iter_dirs(archive)]
+    summary.logs_total = sum(n for _, _, n in listings)
+    emit("total", summary.logs_total)
+    changed, known = _plan(store, listings)
+    summary.dirs_changed = sorted(changed)
+    day_rows = []
+
+    def units() -> Iterator[Unit]:
+        for listing in iter_dirs(archive):
+            if listing.rel not in changed:
+                summary.logs_skipped += len(listing.entries)
+                emit("skipped", len(listing.entries))
+                continue
+            todo = _units_to_read(archive, listing, known.get(listing.rel, {}))
+            n_todo = sum(len(u.paths) for u in todo)
+            if len(listing.entries) > n_todo:
+                summary.logs_skipped += len(listing.entries) - n_todo
+                emit("skipped", len(listing.entries) - n_todo)
+            day_rows.append({"dir": listing.rel, "n_logs": len(listing.entries), "signature": listing.signature, "run": store.run})
+            yield from todo
+
+    sink = _Sink(store, summary, cfg.site.part_rows)
+    upper = sum(n for rel, _, n in listings if rel in changed)  # logs in changed directories
+
+    def make_batches(nworkers: int) -> Iterator[list[Unit]]:
+        # Each task forks one reader; in a big Dask worker a fork costs copy-on-write
+        # faults, so tasks are as large as load balance allows: about 4 per worker.
+        size = max(min(cfg.site.batch_logs, -(-upper // (4 * max(nworkers, 1)))), min(cfg.site.min_batch_logs, cfg.site.batch_logs), 1)
+        return _batches(units(), size)
+
+    if upper == 0:
+        for _ in units():  # nothing changed: count the skipped logs, start no cluster
+            pass
+    elif client is None and scheduler is None and workers == 0:
+        summary.workers = 0
+        for batch in make_batches(1):
+            res = process_units(batch, config=cfg, run=store.run)
+            summary.tasks += 1
+            summary.logs_read += res["n_logs"]
+            sink.add(res)
+            emit("read", res["n_logs"])
+    else:
+        _run_dask(make_batches, cfg, store.run, sink, summary, emit, client=client, scheduler=scheduler, workers=workers)
+    sink.flush()
+    if day_rows:
+        from .features import DAY_COLUMNS
+        from .worker import to_table
+
+        store.write_part({"days": to_table(day_rows, DAY_COLUMNS)})
+    summary.seconds = time.perf_counter() - t0
+    store.finish({k: v for k, v in summary.to_dict().items() if k not in ("out",)})
+    return summary
+
+
+def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummary, emit: Progress, *,
+              client=None, scheduler=None, workers=None) -> None:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise DependencyMissing("site ingest needs dask.distributed", hint="pip install 'iodiag[site]'  (or use --workers 0)") from None
+    own_cluster = own_client = None
+    try:
+        if client is None:
+            if scheduler:
+                try:
+                    client = own_client = Client(scheduler, timeout="30s")
+                except (OSError, TimeoutError) as exc:
+                    raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}",
+                                     hint="check the address (tcp://host:8786) and that the scheduler runs") from None
+            else:
+                import logging
+
+                n = workers or os.cpu_count() or 1
+                own_cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                           dashboard_address=":0", silence_logs=logging.ERROR)
+                client = own_client = Client(own_cluster)
+        nworkers = max(len(client.scheduler_info().get("workers", {})), 1)
+        summary.workers = nworkers
+        limit = max(cfg.site.in_flight_per_worker * nworkers, 1)
+        ac = as_completed()
+        pending: dict[Any, list[Unit]] = {}
+
+        def collect(fut) -> None:
+            units = pending.pop(fut)
+            try:
+                res = fut.result()
+            except Exception as exc:  # noqa: BLE001 - a lost worker turns its logs into error rows
+                res = _failed_task(units, exc, run)
+            n = sum(len(u.paths) for u in units)
+            summary.tasks += 1
+            summary.logs_read += n
+            sink.add(res)
+            fut.release()
+            emit("read", n)
+
+        for batch in make_batches(nworkers):
+            while len(pending) >= limit:
+                collect(next(ac))
+            fut = client.submit(process_units, batch, config=cfg, run=run, pure=False)
+            pending[fut] = batch
+            ac.add(fut)
+        for fut in ac:
+            collect(fut)
+    finally:
+        if own_client is not None:
+            own_client.close()
+        if own_cluster is not None:
+            own_cluster.close()

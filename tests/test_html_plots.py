@@ -262,3 +262,30 @@ def test_dask_task_stream_and_straggler_from_a_real_cluster():
     assert len(durs.panels) == 1
     assert f"straggler {slow_key}" in _titled(durs)
     assert durs.marks >= len(d)  # every task a dot (or the straggler's cross), plus the boxes
+
+
+def test_dask_gantt_with_many_tasks_is_one_image(monkeypatch):
+    """Past MAX_TASK_BARS tasks the Gantt is a raster (bounded page); it must still show where each task ran."""
+    import iodiag.reports.plots.dask as dask_plots
+
+    prof, slow_key = dask_profile()
+    ts = task_stream(prof)
+    monkeypatch.setattr(dask_plots, "MAX_TASK_BARS", 0)
+    fig = draw_task_stream(ts)
+    (png,) = fig.images
+    img = decode_png(png)
+    ax = fig.panels[0]
+    n_rows = len(ts.lanes) + len(ts.workers)
+    assert img.shape == (2 * n_rows, int(round(ax.w)), 3)
+    # the straggler ran alone on its thread: its row is the prefix colour, unshaded, over its whole duration
+    slow = ts.tasks.filter((ts.tasks["key"] == slow_key) & (ts.tasks["phase"] == "compute"))
+    lane = int(slow["lane"][0])
+    worker = ts.lanes[lane][0]
+    row = lane + ts.workers.index(worker)  # lanes are in worker order, each worker's I/O row after its lanes
+    c0 = int((ax.sx(float(slow["start_s"][0])) - ax.left)) + 2
+    c1 = int((ax.sx(float(slow["end_s"][0])) - ax.left)) - 2
+    colour = np.array(svg._rgb(dask_plots._prefix_colors(ts.tasks["prefix"].tolist())[slow["prefix"][0]]), np.uint8)
+    assert c1 - c0 > 100 and (img[2 * row, c0:c1] == colour).all()
+    # an I/O row shows the worker process's traced reads or writes somewhere
+    io_rows = [sum(1 for w, _t in ts.lanes if ts.workers.index(w) <= wi) + wi for wi in range(len(ts.workers))]
+    assert all((img[2 * r:2 * r + 2] != 255).any() for r in io_rows)

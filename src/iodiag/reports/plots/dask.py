@@ -19,10 +19,12 @@ from ...config import Stragglers
 from ...profile import OP, JobProfile, Table
 from .. import svg
 from . import READ, STRAGGLER, WRITE, shorten
+from ._grid import spread
 
 # task prefixes: no blue or orange, which mean read and write in the I/O rows
 PALETTE = ["#54a24b", "#b279a2", "#72b7b2", "#9d755d", "#e45756", "#eeca3b", "#637939", "#ff9da6", "#8c6d31", "#bab0ac"]
 MAX_IO_SEGMENTS = 4000  # per worker, after merging: bounds drawing cost
+MAX_TASK_BARS = 3000  # more tasks than this: the Gantt is one raster image (bounded page size)
 
 
 @dataclass
@@ -101,6 +103,87 @@ def _px_merge(start: np.ndarray, end: np.ndarray, px_s: float) -> tuple[np.ndarr
     return _merge(np.asarray(start, float), np.asarray(end, float), px_s)
 
 
+def _bar_gantt(fig, ax, ts: TaskStream, lane_row: dict, io_row: dict, colors: dict, band: float, px_s: float) -> None:
+    """One bar per task (tasks closer than a pixel merged), one tooltip per prefix; I/O bars under each worker."""
+    top = ax.top
+    if len(ts.tasks):
+        lanes = ts.tasks["lane"]
+        for prefix, color in colors.items():
+            sel = ts.tasks["prefix"] == prefix
+            xs, ys, ws = [], [], []
+            for li in np.unique(lanes[sel]).tolist():
+                s2 = sel & (lanes == li)
+                st, en = _px_merge(ts.tasks["start_s"][s2], ts.tasks["end_s"][s2], px_s)
+                x0 = ax.sx(st)
+                w = ax.sx(en) - x0
+                xs.append(x0)
+                ws.append(np.where(w > 3.0, w - 1.0, np.maximum(w, 1.5)))  # a 1 px gap between long neighbours
+                ys.append(np.full(len(st), top + lane_row[li] * band + 0.12 * band))
+            n_tasks = int(sel.sum())
+            fig.rects(np.concatenate(xs), np.concatenate(ys), np.concatenate(ws), 0.76 * band, color,
+                      group_title=f"{prefix}: {n_tasks:,} task{'s' if n_tasks != 1 else ''}")
+    for wi, r in io_row.items():
+        for op, color, off in (("read", READ, 0.1), ("write", WRITE, 0.5)):
+            sel = (ts.io["worker_index"] == wi) & (ts.io["op"] == op) if len(ts.io) else np.zeros(0, bool)
+            if sel.any():
+                st, en = _px_merge(ts.io["start_s"][sel], ts.io["end_s"][sel], px_s)
+                x0 = ax.sx(st)
+                fig.rects(x0, np.full(len(st), top + r * band + off * band), np.maximum(ax.sx(en) - x0, 1.0), 0.4 * band, color,
+                          group_title=f"{ts.workers[wi]} {op}s")
+
+
+def _shade(rgb: np.ndarray, frac: np.ndarray) -> np.ndarray:
+    """Colours towards white as a pixel column is less busy (any activity keeps at least 40 % of the colour)."""
+    k = (0.4 + 0.6 * np.clip(frac, 0.0, 1.0))[..., None]
+    return (255.0 - (255.0 - rgb) * k).round().astype(np.uint8)
+
+
+def _raster_gantt(fig, ax, ts: TaskStream, rows: list, lane_row: dict, io_row: dict, colors: dict, lo: float, px_s: float) -> None:
+    """Many tasks: one PNG with a pixel column per ``px_s`` seconds and two pixel rows per Gantt row.
+
+    A thread row's pixel shows the prefix colour that covers most of that
+    column's time, lighter when the thread was idle part of it; an I/O row
+    shows reads (upper half) and writes (lower half) the same way.  The page
+    then holds one small image whatever the number of tasks.
+    """
+    ncols = max(int(round(ax.w)), 1)
+    nrows = len(rows)
+    img = np.full((2 * nrows, ncols, 3), 255, dtype=np.uint8)
+    shades = sorted(set(colors.values()), key=list(colors.values()).index)
+    shade_of = {c: i for i, c in enumerate(shades)}
+    pal = np.array([svg._rgb(c) for c in shades], dtype=np.float64)
+    t = ts.tasks
+    row = np.array([lane_row[int(li)] for li in t["lane"].tolist()], dtype=np.int64)
+    ci = np.array([shade_of[colors[p]] for p in t["prefix"].tolist()], dtype=np.int64)
+    dur = np.maximum(t["end_s"] - t["start_s"], 1e-9)  # an instant task still marks its column
+    cov = spread(row * len(shades) + ci, t["start_s"], t["start_s"] + dur, dur, lo, px_s, nrows * len(shades), ncols)
+    cov = cov.reshape(nrows, len(shades), ncols)
+    busy = cov.sum(axis=1)
+    has = busy > 0
+    rgb = _shade(pal[cov.argmax(axis=1)], busy / px_s)
+    for sub in (0, 1):
+        img[sub::2][has] = rgb[has]
+    if len(ts.io):
+        for op, color, sub in (("read", READ, 0), ("write", WRITE, 1)):
+            sel = ts.io["op"] == op
+            if not sel.any():
+                continue
+            r = np.array([io_row[int(w)] for w in ts.io["worker_index"][sel].tolist()], dtype=np.int64)
+            st = ts.io["start_s"][sel]
+            d = np.maximum(ts.io["end_s"][sel] - st, 1e-9)
+            g = spread(r, st, st + d, d, lo, px_s, nrows, ncols)
+            hit = g > 0
+            colour = np.broadcast_to(np.array(svg._rgb(color), dtype=np.float64), g.shape + (3,))
+            img[sub::2][hit] = _shade(colour, g / px_s)[hit]
+    fig.image(ax.left, ax.top, ax.w, ax.h, svg.png_rgb(img),
+              title=f"{len(t):,} tasks drawn as one image: colour = prefix covering most of each pixel column, lighter = idle part of it")
+    # thin separators between workers
+    for wi, r in io_row.items():
+        y = ax.top + (r + 1) * ax.h / max(nrows, 1)
+        if wi < len(io_row) - 1:
+            fig.line(ax.left, y, ax.right, y, color="#cbd5e0", width=1)
+
+
 def draw_task_stream(ts: TaskStream, *, width: float = 900) -> svg.Figure:
     """Gantt: one row per worker thread (tasks coloured by prefix), one I/O row under each worker."""
     rows = []  # (kind, index)
@@ -144,30 +227,10 @@ def draw_task_stream(ts: TaskStream, *, width: float = 900) -> svg.Figure:
     for kind, idx in rows:
         if kind == "io":
             fig.rect(ax.left, top + io_row[idx] * band, ax.w, band, "#f7fafc", mark=False)
-    if len(ts.tasks):
-        lanes = ts.tasks["lane"]
-        for prefix, color in colors.items():
-            sel = ts.tasks["prefix"] == prefix
-            xs, ys, ws = [], [], []
-            for li in np.unique(lanes[sel]).tolist():
-                s2 = sel & (lanes == li)
-                st, en = _px_merge(ts.tasks["start_s"][s2], ts.tasks["end_s"][s2], px_s)
-                x0 = ax.sx(st)
-                w = ax.sx(en) - x0
-                xs.append(x0)
-                ws.append(np.where(w > 3.0, w - 1.0, np.maximum(w, 1.5)))  # a 1 px gap between long neighbours
-                ys.append(np.full(len(st), top + lane_row[li] * band + 0.12 * band))
-            n_tasks = int(sel.sum())
-            fig.rects(np.concatenate(xs), np.concatenate(ys), np.concatenate(ws), 0.76 * band, color,
-                      group_title=f"{prefix}: {n_tasks:,} task{'s' if n_tasks != 1 else ''}")
-    for wi, r in io_row.items():
-        for op, color, off in (("read", READ, 0.1), ("write", WRITE, 0.5)):
-            sel = (ts.io["worker_index"] == wi) & (ts.io["op"] == op) if len(ts.io) else np.zeros(0, bool)
-            if sel.any():
-                st, en = _px_merge(ts.io["start_s"][sel], ts.io["end_s"][sel], px_s)
-                x0 = ax.sx(st)
-                fig.rects(x0, np.full(len(st), top + r * band + off * band), np.maximum(ax.sx(en) - x0, 1.0), 0.4 * band, color,
-                          group_title=f"{ts.workers[wi]} {op}s")
+    if len(ts.tasks) > MAX_TASK_BARS:
+        _raster_gantt(fig, ax, ts, rows, lane_row, io_row, colors, lo, px_s)
+    else:
+        _bar_gantt(fig, ax, ts, lane_row, io_row, colors, band, px_s)
     ax.frame()
     ax.yticks([], labels, at=[top + (i + 0.5) * band for i in range(len(rows))], size=11 if band >= 14 else max(6.0, band - 2))
     ax.xticks(xt, [svg.fmt_tick(t, step) for t in xt])

@@ -206,13 +206,16 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
 
     dask = None
     if len(profile.tasks):
-        from ..plots.dask import draw_task_durations, draw_task_stream, task_durations, task_stream
+        from ..plots.dask import MAX_TASK_BARS, draw_task_durations, draw_task_stream, task_durations, task_stream
 
         ts = timed("dask", lambda: task_stream(profile))
         durs = timed("dask", lambda: task_durations(profile, cfg.stragglers))
         plots["gantt"] = timed("dask", lambda: _spec(
             "plot-gantt", "Task stream per worker thread",
-            "Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace.",
+            ("Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace."
+             if len(ts.tasks) <= MAX_TASK_BARS else
+             f"{len(ts.tasks):,} tasks, drawn as one image: each pixel column of a thread shows the task prefix that ran for most of that "
+             "time, lighter when the thread was idle part of it; under each worker, its process's reads (blue) and writes (orange)."),
             lambda: draw_task_stream(ts)))
         plots["durations"] = timed("dask", lambda: _spec(
             "plot-durations", "Task durations per prefix",

@@ -1,6 +1,7 @@
 """The HTML report in a real headless Chromium: loads with no console errors,
-every plot is a decoded image with a non-zero size, and hostile file names are
-shown as text without any script running.
+every plot is an inline SVG laid out with a non-zero size and visible data
+marks (embedded rasters decoded), and hostile file names are shown as text
+without any script running.
 
 Screenshots are written to $IODIAG_SCREENSHOT_DIR when set (to look at them).
 """
@@ -33,12 +34,15 @@ def _check_page(r, expected_plots):
     assert r["errors"] == [], r["errors"]
     assert r["scripts"] == [] and r["script_elements"] == 0, "the report must not run any script"
     assert r["dialogs"] == []
-    figures = {i["id"]: i for i in r["images"]}
+    figures = {s["id"]: s for s in r["svgs"]}
     assert expected_plots <= set(figures), set(figures)
     for pid in expected_plots:
-        img = figures[pid]
-        assert img["complete"] and img["w"] > 100 and img["h"] > 100, img
-        assert img["cw"] > 100 and img["ch"] > 50, img  # laid out on the page, not hidden
+        fig = figures[pid]
+        assert fig["w"] > 500 and fig["h"] > 100, fig  # laid out on the page, not hidden or squashed
+        assert fig["marks"] > 0 and fig["drawn"] == fig["marks"], fig  # its data marks are drawn with a size
+        assert all(w > 0 and h > 0 for w, h in fig["rasters"]), fig  # embedded PNGs decode
+    assert len(figures["plot-timeline"]["rasters"]) == 4  # two cell grids and their two colour bars
+    assert [w for w, _h in figures["plot-timeline"]["rasters"]].count(400) == 2  # grids of 400 time bins
 
 
 @pytest.mark.parametrize("name,pattern", [("dxt1024", DXT_1024), ("counters-only", COUNTERS_ONLY)])

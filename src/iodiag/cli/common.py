@@ -70,7 +70,7 @@ def write_html(profile, findings, report, *, html_path: Path | None, home: Path,
     try:
         from ..reports.html import render_html
     except ImportError as exc:
-        raise IodiagError(f"the HTML report needs jinja2 and matplotlib ({exc})", hint="pip install 'iodiag[html]'") from None
+        raise IodiagError(f"the HTML report needs jinja2 ({exc})", hint="pip install 'iodiag[html]'") from None
     page = render_html(profile, findings, report=report, obfuscate=obfuscate)
     if html_path is None:
         name = f"iodiag-report-{report['job']['id']}.html".replace("/", "_")

@@ -102,3 +102,48 @@ def test_compare_page_loads_cleanly(browser, tmp_path):
     r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "compare.png")
     assert r["errors"] == [] and r["scripts"] == [] and r["script_elements"] == 0
     assert "What changed" in r["text"] and "read operations" in r["text"]
+
+
+def test_hostile_names_recorded_by_the_embedded_collector(browser, tmp_path):
+    """The issue's case for real: a run under the embedded collector writes files whose names hold markup;
+    `iodiag report --html` shows them as text and no script runs in Chromium."""
+    import json
+    import os
+
+    from conftest import run_cli
+
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+    work = tmp_path / "work"
+    script = tmp_path / "w.py"
+    # '<script>alert(1)</script>' holds a '/', so it is a folder '<script>alert(1)<' and a file 'script>'
+    script.write_text(
+        "import os, sys\n"
+        "d = sys.argv[1]\n"
+        "os.makedirs(os.path.join(d, '<script>alert(1)<'), exist_ok=True)\n"
+        "for name in ('<script>alert(1)</script>', '\"><img src=x onerror=alert(1)>'):\n"
+        "    with open(os.path.join(d, name), 'wb') as fh:\n"
+        "        for _ in range(2000):\n"
+        "            fh.write(b'x' * 64)\n"
+        "        fh.flush(); os.fsync(fh.fileno())\n"
+    )
+    env = {"IODIAG_HOME": str(tmp_path / "store")}
+    run = run_cli("run", "--collector", "embedded", str(script), str(work), env=env)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    page = tmp_path / "hostile.html"
+    rep = run_cli("report", "last", "--json", "--html-path", str(page), env=env)
+    assert rep.returncode == 0, rep.stderr.decode()[-2000:]
+    report = json.loads(rep.stdout)
+    recorded = [f["path"] for f in report["top_files"]]
+    expected = [os.path.join(str(work), n) for n in ('<script>alert(1)</script>', '"><img src=x onerror=alert(1)>')]
+    assert set(expected) <= set(recorded), recorded  # the collector saw the real names
+    r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "report-hostile-embedded.png")
+    assert r["dialogs"] == [] and r["scripts"] == [] and r["errors"] == []
+    assert r["handlers"] == 0 and r["script_elements"] == 0
+    assert not any(i["src"] == "x" for i in r["images"])
+    for path in expected:
+        assert path in r["text"], f"{path!r} must be shown as text"

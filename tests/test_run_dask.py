@@ -101,6 +101,11 @@ def test_conversion_job_has_processes_ops_and_tasks_that_match_the_dask_run(tmp_
     report = rec.folder / "dask" / rec.data["dask_clients"][0]["report"]
     assert "Dask Performance Report" in report.read_text()
     assert rec.data["dask_clients"][0]["ended_by"] == "teardown"
+    # the HTML report of the job (written into its folder) links Dask's own performance report
+    html = run_cli("report", "last", "--html", env=home)
+    assert html.returncode == 0, html.stderr.decode()[-2000:]
+    page = next(rec.folder.glob("iodiag-report-*.html")).read_text()
+    assert f'href="dask/{report.name}"' in page
 
     if not HAS_DARSHAN:
         pytest.skip("no Darshan runtime: process and ops tables not checked (task stream checked above)")

@@ -6,7 +6,7 @@ Target (issue 7): `iodiag report LOG --html` written in under 2x the time of
 
 Whole processes, interpreter start-up and imports included, as a user runs
 them: wall time (min of N runs) and CPU time (user + sys of the process and
-the children it waited for: the log reader and the plot-drawing child).  On a
+the children it waited for: the log reader).  On a
 shared machine wall time depends on the load; CPU time does not, so both are
 reported, with the load average at the start.
 

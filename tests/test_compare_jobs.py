@@ -114,3 +114,41 @@ def test_cli_user_errors_are_one_line(tmp_path, bad, code, words):
     assert "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and words in lines[0] and bad in lines[0] and lines[0].startswith("iodiag: error:")
+
+
+def test_cli_folders_of_several_jobs_pick_with_job_a_b_or_all(tmp_path):
+    logs = corpus_logs("generated/dask-localcluster-2workers-graceful/*.darshan")
+    import shutil
+
+    for p in logs:
+        shutil.copy(p, tmp_path / os.path.basename(p))
+    folder = str(tmp_path)
+    # ambiguous: the jobs are listed and the hint names this command's options
+    r = _cli(folder, folder)
+    assert r.returncode == 5 and "Traceback" not in r.stderr
+    assert "A: " in r.stderr and "holds 7 jobs" in r.stderr and "26138" in r.stderr
+    assert "--job-a" in r.stderr and "--all" in r.stderr and "--job ID" not in r.stderr
+    # one job from each side of the same folder
+    r = _cli(folder, folder, "--job-a", "26138", "--job-b", "26154", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["a"]["job_id"] == "26138" and d["b"]["job_id"] == "26154"
+    assert d["a"]["exe"] != d["b"]["exe"]  # python vs uname
+    # --all on the folder side, a single log on the other (--all does not apply to a file)
+    r = _cli(folder, logs[0], "--all", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert _metric(d, "processes")["a"] == 7 and _metric(d, "processes")["b"] == 1
+    # B ambiguous while A is picked: the hint names --job-b
+    r = _cli(folder, folder, "--job-a", "26138")
+    assert r.returncode == 5 and "B: " in r.stderr and "--job-b" in r.stderr
+
+
+@pytest.mark.parametrize("extra,code,words", [(("--job-a", "999"), 3, "no job with id 999"), (("--job-b", "26138"), 2, "not a folder of logs")])
+def test_cli_job_options_errors_are_one_line(tmp_path, extra, code, words):
+    folder = str(CORPUS / "generated/dask-localcluster-2workers-graceful")
+    r = _cli(folder, corpus_logs(BEFORE)[0], *extra)
+    assert r.returncode == code and "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and words in lines[0] and lines[0].startswith("iodiag: error:")
+    assert ("--job-a" if "--job-a" in extra else "--job-b") in lines[0]

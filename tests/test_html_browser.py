@@ -1,6 +1,7 @@
 """The HTML report in a real headless Chromium: loads with no console errors,
-every plot is a decoded image with a non-zero size, and hostile file names are
-shown as text without any script running.
+every plot is an inline SVG laid out with a non-zero size and visible data
+marks (embedded rasters decoded), and hostile file names are shown as text
+without any script running.
 
 Screenshots are written to $IODIAG_SCREENSHOT_DIR when set (to look at them).
 """
@@ -33,12 +34,15 @@ def _check_page(r, expected_plots):
     assert r["errors"] == [], r["errors"]
     assert r["scripts"] == [] and r["script_elements"] == 0, "the report must not run any script"
     assert r["dialogs"] == []
-    figures = {i["id"]: i for i in r["images"]}
+    figures = {s["id"]: s for s in r["svgs"]}
     assert expected_plots <= set(figures), set(figures)
     for pid in expected_plots:
-        img = figures[pid]
-        assert img["complete"] and img["w"] > 100 and img["h"] > 100, img
-        assert img["cw"] > 100 and img["ch"] > 50, img  # laid out on the page, not hidden
+        fig = figures[pid]
+        assert fig["w"] > 500 and fig["h"] > 100, fig  # laid out on the page, not hidden or squashed
+        assert fig["marks"] > 0 and fig["drawn"] == fig["marks"], fig  # its data marks are drawn with a size
+        assert all(w > 0 and h > 0 for w, h in fig["rasters"]), fig  # embedded PNGs decode
+    assert len(figures["plot-timeline"]["rasters"]) == 4  # two cell grids and their two colour bars
+    assert [w for w, _h in figures["plot-timeline"]["rasters"]].count(400) == 2  # grids of 400 time bins
 
 
 @pytest.mark.parametrize("name,pattern", [("dxt1024", DXT_1024), ("counters-only", COUNTERS_ONLY)])
@@ -98,3 +102,48 @@ def test_compare_page_loads_cleanly(browser, tmp_path):
     r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "compare.png")
     assert r["errors"] == [] and r["scripts"] == [] and r["script_elements"] == 0
     assert "What changed" in r["text"] and "read operations" in r["text"]
+
+
+def test_hostile_names_recorded_by_the_embedded_collector(browser, tmp_path):
+    """The issue's case for real: a run under the embedded collector writes files whose names hold markup;
+    `iodiag report --html` shows them as text and no script runs in Chromium."""
+    import json
+    import os
+
+    from conftest import run_cli
+
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+    work = tmp_path / "work"
+    script = tmp_path / "w.py"
+    # '<script>alert(1)</script>' holds a '/', so it is a folder '<script>alert(1)<' and a file 'script>'
+    script.write_text(
+        "import os, sys\n"
+        "d = sys.argv[1]\n"
+        "os.makedirs(os.path.join(d, '<script>alert(1)<'), exist_ok=True)\n"
+        "for name in ('<script>alert(1)</script>', '\"><img src=x onerror=alert(1)>'):\n"
+        "    with open(os.path.join(d, name), 'wb') as fh:\n"
+        "        for _ in range(2000):\n"
+        "            fh.write(b'x' * 64)\n"
+        "        fh.flush(); os.fsync(fh.fileno())\n"
+    )
+    env = {"IODIAG_HOME": str(tmp_path / "store")}
+    run = run_cli("run", "--collector", "embedded", str(script), str(work), env=env)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    page = tmp_path / "hostile.html"
+    rep = run_cli("report", "last", "--json", "--html-path", str(page), env=env)
+    assert rep.returncode == 0, rep.stderr.decode()[-2000:]
+    report = json.loads(rep.stdout)
+    recorded = [f["path"] for f in report["top_files"]]
+    expected = [os.path.join(str(work), n) for n in ('<script>alert(1)</script>', '"><img src=x onerror=alert(1)>')]
+    assert set(expected) <= set(recorded), recorded  # the collector saw the real names
+    r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "report-hostile-embedded.png")
+    assert r["dialogs"] == [] and r["scripts"] == [] and r["errors"] == []
+    assert r["handlers"] == 0 and r["script_elements"] == 0
+    assert not any(i["src"] == "x" for i in r["images"])
+    for path in expected:
+        assert path in r["text"], f"{path!r} must be shown as text"

@@ -17,6 +17,52 @@ from iodiag.reports.plots.volumes import (
 
 from test_html_support import COUNTERS_ONLY, DXT_1024, HEATMAP_1PROC, corpus_logs, dask_profile, load
 
+import xml.etree.ElementTree as ET
+
+from iodiag.reports import svg
+
+
+def _tree(fig):
+    """The figure's SVG parsed as XML (fails on any unescaped text)."""
+    return ET.fromstring(fig.svg())
+
+
+def _tag(el):
+    return el.tag.split("}")[-1]
+
+
+def _marks(fig):
+    return [el for el in _tree(fig).iter() if el.get("class") == "mark"]
+
+
+def _titled(fig):
+    """{tooltip text: element} of every titled mark."""
+    out = {}
+    for el in _tree(fig).iter():
+        for t in el:
+            if _tag(t) == "title":
+                out[t.text] = el
+    return out
+
+
+def decode_png(png: bytes) -> np.ndarray:
+    """(rows, cols, 3) pixels of an 8-bit RGB PNG with filter 0 rows (what svg.png_rgb writes)."""
+    import struct
+    import zlib
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h, depth, kind = struct.unpack(">IIBB", png[16:26])
+    assert (depth, kind) == (8, 2)
+    pos, idat = 8, b""
+    while pos < len(png):
+        n = struct.unpack(">I", png[pos:pos + 4])[0]
+        if png[pos + 4:pos + 8] == b"IDAT":
+            idat += png[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + 3 * w)
+    assert (raw[:, 0] == 0).all()
+    return raw[:, 1:].reshape(h, w, 3)
+
 
 def _pydarshan_counters(path, mod):
     darshan = pytest.importorskip("darshan")
@@ -57,7 +103,13 @@ def test_module_volumes_match_pydarshan():
     assert int(o["length"][posix & (o["op"] == OP["read"])].sum()) == vol["POSIX"]["bytes_read"]
     assert int(o["length"][posix & (o["op"] == OP["write"])].sum()) == vol["POSIX"]["bytes_written"]
     fig = draw_module_volumes(module_volumes(prof))
-    assert len(fig.axes) == 2
+    assert len(fig.panels) == 2
+    marks = _titled(fig)
+    bar = marks["POSIX read: 2.5 GiB (2,671,080,664 B)"]
+    ax = fig.panels[0]
+    # the bar's length is the byte count on the axis scale
+    assert float(bar.get("width")) == pytest.approx((ax.sx(2671080664) - ax.left), abs=0.01)
+    assert f"MPI-IO reads: {vol['MPI-IO']['reads']:,}" in marks
 
 
 def test_access_sizes_agree_with_the_dxt_trace():
@@ -74,7 +126,11 @@ def test_access_sizes_agree_with_the_dxt_trace():
         total = int(prof.counters["POSIX"]["POSIX_READS" if direction == "read" else "POSIX_WRITES"].sum())
         assert int(t["count"][sel].sum()) == total
     assert int(t["count"][(t["module"] == "POSIX") & (t["direction"] == "read")][1]) == 121858  # 100 B-1 KiB reads dominate
-    assert len(draw_access_sizes(t).axes) == 2
+    fig = draw_access_sizes(t)
+    assert len(fig.panels) == 2
+    # one bar per non-zero (module, direction, size) count, titled with its count
+    assert len(_marks(fig)) == int((t["count"] > 0).sum())
+    assert "POSIX reads of 100-1K bytes: 121,858" in _titled(fig)
 
 
 def test_timeline_of_1024_processes_is_bounded_and_conserves_busy_time():
@@ -97,8 +153,18 @@ def test_timeline_of_1024_processes_is_bounded_and_conserves_busy_time():
     write_bins = np.nonzero(tl.grid("write").sum(axis=0))[0]
     assert np.median(read_bins) > np.median(write_bins)
     fig = draw_io_timeline(tl)
-    images = [im for ax in fig.axes for im in ax.get_images()]
-    assert [im.get_array().shape for im in images] == [(256, 400), (256, 400)]
+    assert len(fig.panels) == 2
+    grids = [decode_png(png) for png in fig.images if decode_png(png).shape[1] > 1]  # colour bars are 1 px wide
+    assert [g.shape for g in grids] == [(256, 400, 3), (256, 400, 3)]
+    # a cell is coloured exactly where the grid has I/O, and darker where the fraction is larger
+    empty = np.array(svg._rgb(svg.EMPTY), np.uint8)
+    for img, column in zip(grids, ("read", "write")):
+        g = tl.grid(column)
+        coloured = (img != empty).any(axis=2)
+        assert (coloured == (g > 0)).all()
+        lum = img.astype(int).sum(axis=2)
+        hi, lo = np.unravel_index(np.argmax(g), g.shape), np.unravel_index(np.argmin(np.where(g > 0, g, np.inf)), g.shape)
+        assert lum[hi] < lum[lo]
     full = io_timeline(prof, max_rows=2048)
     assert full.n_rows == 1024 and full.procs_per_row == 1
     assert full.totals["read_s"] == pytest.approx(tl.totals["read_s"])
@@ -138,7 +204,14 @@ def test_top_files_rank_by_time_and_count_processes():
     assert t["bytes_read"][0] == int(c["POSIX_BYTES_READ"].sum())
     allf = file_times(prof)
     assert np.all(np.diff(allf["io_time_s"]) <= 0)
-    assert len(draw_top_files(t).axes) == 1
+    fig = draw_top_files(t)
+    assert len(fig.panels) == 1
+    positive = sum(int((t[c] > 0).sum()) for c in ("read_time_s", "write_time_s", "meta_time_s"))
+    assert len(_marks(fig)) == positive
+    # a label's tooltip (<title>) holds the full path; the label shown follows it
+    labels = [(el.text or el[0].tail) for el in _tree(fig).iter() if _tag(el) == "text" and el.get("font-family", "").startswith("'DejaVu Sans Mono")]
+    assert labels[0].endswith("benchmark.h5") and "\u2026" in labels[0]  # long path: middle ellipsis, file name kept
+    assert [el[0].text for el in _tree(fig).iter() if _tag(el) == "text" and len(el)][:2] == t["path"].tolist()
 
 
 def test_metadata_estimate_keeps_every_counted_call():
@@ -155,7 +228,10 @@ def test_metadata_estimate_keeps_every_counted_call():
     hi = float(c["POSIX_F_OPEN_END_TIMESTAMP"].max())
     outside = (md["end_s"] < lo - 1e-6) | (md["start_s"] > hi + 1e-6)
     assert outside.any() and md["open"][outside & (md["start_s"] > 0.5)].sum() == 0
-    assert len(draw_metadata_over_time(md).axes) == 1
+    fig = draw_metadata_over_time(md)
+    assert len(fig.panels) == 1
+    kinds_drawn = {k.split(":")[0] for k in _titled(fig)}
+    assert kinds_drawn == {k for k in ("open", "stat", "seek", "sync", "other") if md[k].sum() > 0}
 
 
 def test_dask_task_stream_and_straggler_from_a_real_cluster():
@@ -174,4 +250,42 @@ def test_dask_task_stream_and_straggler_from_a_real_cluster():
     slow = d["duration_s"][d["straggler"]][0]
     assert slow > 1.5 and slow - d["prefix_median_s"][d["straggler"]][0] > 1.0
     assert set(d["prefix"].tolist()) == {"_slow_inc", "_double"} or set(d["prefix"].tolist()) == {"slow_inc", "double"}
-    assert len(draw_task_stream(ts).axes) == 1 and len(draw_task_durations(d).axes) == 1
+    gantt = draw_task_stream(ts)
+    assert len(gantt.panels) == 1
+    titles = _titled(gantt)
+    n_inc = int((ts.tasks["prefix"] == d["prefix"][d["straggler"]][0]).sum())
+    assert any(k.endswith(f"{n_inc:,} tasks") for k in titles)
+    # each I/O interval (already merged) is one bar, unless two fall within a pixel
+    io_bars = sum(len(el) - 1 for k, el in titles.items() if k.endswith(("reads", "writes")))
+    assert 0 < io_bars <= len(ts.io)
+    durs = draw_task_durations(d)
+    assert len(durs.panels) == 1
+    assert f"straggler {slow_key}" in _titled(durs)
+    assert durs.marks >= len(d)  # every task a dot (or the straggler's cross), plus the boxes
+
+
+def test_dask_gantt_with_many_tasks_is_one_image(monkeypatch):
+    """Past MAX_TASK_BARS tasks the Gantt is a raster (bounded page); it must still show where each task ran."""
+    import iodiag.reports.plots.dask as dask_plots
+
+    prof, slow_key = dask_profile()
+    ts = task_stream(prof)
+    monkeypatch.setattr(dask_plots, "MAX_TASK_BARS", 0)
+    fig = draw_task_stream(ts)
+    (png,) = fig.images
+    img = decode_png(png)
+    ax = fig.panels[0]
+    n_rows = len(ts.lanes) + len(ts.workers)
+    assert img.shape == (2 * n_rows, int(round(ax.w)), 3)
+    # the straggler ran alone on its thread: its row is the prefix colour, unshaded, over its whole duration
+    slow = ts.tasks.filter((ts.tasks["key"] == slow_key) & (ts.tasks["phase"] == "compute"))
+    lane = int(slow["lane"][0])
+    worker = ts.lanes[lane][0]
+    row = lane + ts.workers.index(worker)  # lanes are in worker order, each worker's I/O row after its lanes
+    c0 = int((ax.sx(float(slow["start_s"][0])) - ax.left)) + 2
+    c1 = int((ax.sx(float(slow["end_s"][0])) - ax.left)) - 2
+    colour = np.array(svg._rgb(dask_plots._prefix_colors(ts.tasks["prefix"].tolist())[slow["prefix"][0]]), np.uint8)
+    assert c1 - c0 > 100 and (img[2 * row, c0:c1] == colour).all()
+    # an I/O row shows the worker process's traced reads or writes somewhere
+    io_rows = [sum(1 for w, _t in ts.lanes if ts.workers.index(w) <= wi) + wi for wi in range(len(ts.workers))]
+    assert all((img[2 * r:2 * r + 2] != 255).any() for r in io_rows)

@@ -13,8 +13,10 @@ from iodiag.reports.obfuscate import Obfuscator, obfuscate_profile, sensitive_na
 from test_html_support import COUNTERS_ONLY, DASK_DXT, DXT_1024, HEATMAP_1PROC, XSS_NAMES, leaked_names, load, xss_profile
 
 
-def _imgs(html):
-    return re.findall(r'<img class="plot" src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="[^"]*" width="(\d+)" height="(\d+)"', html)
+def _plots(html):
+    """(figure id, svg markup, width, height) of every inline plot."""
+    return [(m[0], m[1], float(m[2]), float(m[3])) for m in re.findall(
+        r'<figure id="(plot-[a-z]+)">\s*<div class="plot">(<svg [^>]*viewBox="0 0 ([\d.]+) ([\d.]+)".*?</svg>)</div>', html, flags=re.S)]
 
 
 @pytest.mark.parametrize("pattern", [DXT_1024, COUNTERS_ONLY, HEATMAP_1PROC, DASK_DXT])
@@ -25,9 +27,15 @@ def test_report_is_one_self_contained_page(pattern):
     # nothing fetched from anywhere: no src/href pointing outside the page
     assert not re.search(r'(src|href)="(?!data:image/png;base64,|#)', html)
     assert "default-src 'none'" in html
-    imgs = _imgs(html)
-    assert len(imgs) == 5
-    assert all(int(w) > 300 and int(h) > 100 for _, w, h in imgs)
+    plots = _plots(html)
+    assert [p[0] for p in plots] == ["plot-volumes", "plot-sizes", "plot-timeline", "plot-files", "plot-metadata"]
+    import xml.etree.ElementTree as ET
+
+    for pid, markup, w, h in plots:
+        assert w > 300 and h > 100, pid
+        root = ET.fromstring(markup)  # well-formed: every text in it was escaped
+        assert any(el.get("class") == "mark" for el in root.iter()), f"{pid} has no data marks"
+    assert "<img" not in html  # plots are inline SVG now
     for sec in ("summary", "findings", "volumes", "sizes", "timeline", "files", "metadata"):
         assert f'<section id="{sec}">' in html
 
@@ -65,6 +73,15 @@ def test_hostile_names_are_escaped_everywhere():
         assert name not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+    # the top-files plot shows the names too, escaped by the SVG writer (labels and tooltips)
+    files_svg = next(m for pid, m, _w, _h in _plots(html) if pid == "plot-files")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in files_svg and "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in files_svg
+    import xml.etree.ElementTree as ET
+
+    # text shown (tooltips left out) and tooltips: both hold the names as plain text once parsed
+    shown = [(el.text or "") + "".join(c.tail or "" for c in el) for el in ET.fromstring(files_svg).iter() if el.tag.endswith("text")]
+    tips = [el.text for el in ET.fromstring(files_svg).iter() if el.tag.endswith("title")]
+    assert XSS_NAMES[0] in shown and XSS_NAMES[1] in shown and XSS_NAMES[1] in tips
 
 
 @pytest.mark.parametrize("href,ok", [("dask-report.html", True), ("../dask/report.html", True), ("https://x.org/r.html", True),
@@ -137,7 +154,7 @@ def test_json_report_and_html_share_tokens_and_hide_names():
     assert obf_report["job"]["exe"] in html
 
 
-def test_html_path_does_not_import_pandas(tmp_path):
+def test_html_path_does_not_import_pandas_or_matplotlib(tmp_path):
     import subprocess
     import sys
 
@@ -145,12 +162,12 @@ def test_html_path_does_not_import_pandas(tmp_path):
 
     code = ("import sys; from iodiag.analyzers.load import load_job; from iodiag.reports.html import render_html; "
             f"html = render_html(load_job({corpus_logs(HEATMAP_1PROC)!r}), []); "
-            "print(len(html), 'pandas' in sys.modules)")
+            "print(len(html), 'pandas' in sys.modules, 'matplotlib' in sys.modules)")
     env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
-    size, pandas = out.stdout.split()
-    assert int(size) > 10000 and pandas == "False"
+    size, pandas, mpl = out.stdout.split()
+    assert int(size) > 10000 and pandas == "False" and mpl == "False"
 
 
 def test_report_command_obfuscates_json_terminal_and_html(tmp_path):

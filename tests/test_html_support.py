@@ -304,6 +304,19 @@ class Browser:
             "height: document.documentElement.scrollHeight, title: document.title})"
         )
         info = json.loads(self.send("Runtime.evaluate", {"expression": probe, "returnByValue": True}, session=session)["result"]["value"])
+        # inline SVG plots: rendered box, data marks with a non-zero box, and every embedded raster decoded by the browser
+        svg_probe = (
+            "(async () => JSON.stringify(await Promise.all(Array.from(document.querySelectorAll('figure svg')).map(async s => {"
+            " const r = s.getBoundingClientRect(); const marks = Array.from(s.querySelectorAll('.mark'));"
+            " const rasters = await Promise.all(Array.from(s.querySelectorAll('image')).map(im => new Promise(done => {"
+            "   const i = new Image(); i.onload = () => done([i.naturalWidth, i.naturalHeight]); i.onerror = () => done([0, 0]);"
+            "   i.src = im.getAttribute('href'); })));"
+            " return {id: s.closest('figure').id, w: r.width, h: r.height, marks: marks.length,"
+            "  drawn: marks.filter(m => { const b = m.getBoundingClientRect(); return b.width > 0 && b.height > 0; }).length,"
+            "  rasters: rasters}; }))))()"
+        )
+        info["svgs"] = json.loads(self.send("Runtime.evaluate", {"expression": svg_probe, "returnByValue": True, "awaitPromise": True},
+                                            session=session)["result"]["value"])
         errors = []
         for e in page_events:
             m, p = e.get("method"), e.get("params", {})
@@ -376,3 +389,17 @@ def test_browser_harness_sees_broken_images(browser, tmp_path):
     page.write_text('<!DOCTYPE html><html><body><img id="a" src="data:image/png;base64,AAAA"></body></html>')
     r = browser.load(page)
     assert r["images"][0]["w"] == 0  # a broken image has no natural size: the report test's size check can fail
+
+
+@pytest.mark.chromium
+def test_browser_harness_sees_empty_svgs_and_broken_rasters(browser, tmp_path):
+    page = tmp_path / "svg.html"
+    page.write_text('<!DOCTYPE html><html><body>'
+                    '<figure id="empty"><svg viewBox="0 0 10 10" width="0" height="0"><rect class="mark" width="5" height="5"/></svg></figure>'
+                    '<figure id="flat"><svg viewBox="0 0 100 100" width="100" height="100"><rect class="mark" width="0" height="5"/>'
+                    '<image href="data:image/png;base64,AAAA" width="10" height="10"/></svg></figure></body></html>')
+    r = browser.load(page)
+    svgs = {s["id"]: s for s in r["svgs"]}
+    assert svgs["empty"]["w"] == 0 and svgs["empty"]["h"] == 0  # a plot squashed to nothing is seen
+    assert svgs["flat"]["w"] == 100 and svgs["flat"]["marks"] == 1 and svgs["flat"]["drawn"] == 0
+    assert svgs["flat"]["rasters"] == [[0, 0]]  # an undecodable embedded PNG is seen

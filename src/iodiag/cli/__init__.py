@@ -12,6 +12,7 @@ import sys
 from ..errors import IodiagError
 from .app import app
 from . import report as _report  # noqa: F401  (registers commands)
+from . import run as _run, jobs as _jobs  # noqa: F401,E401  (registers `iodiag run` and `iodiag jobs`)
 from . import workload as _workload, sweep as _sweep  # noqa: F401,E401  (registers commands)
 from . import compare as _compare  # noqa: F401
 from . import site as _site  # noqa: F401  (registers `iodiag site`)

@@ -70,12 +70,16 @@ def write_html(profile, findings, report, *, html_path: Path | None, home: Path,
     try:
         from ..reports.html import render_html
     except ImportError as exc:
-        raise IodiagError(f"the HTML report needs jinja2 and matplotlib ({exc})", hint="pip install 'iodiag[html]'") from None
-    page = render_html(profile, findings, report=report, obfuscate=obfuscate)
+        raise IodiagError(f"the HTML report needs jinja2 ({exc})", hint="pip install 'iodiag[html]'") from None
+    home = Path(home)
     if html_path is None:
         name = f"iodiag-report-{report['job']['id']}.html".replace("/", "_")
-        home = Path(home)
         target_dir = home if home.is_dir() and os.access(home, os.W_OK) else Path.cwd()
         html_path = target_dir / name
+    html_path = Path(html_path).absolute()
+    # a job recorded by `iodiag run` keeps Dask's own performance report: link it from the page
+    perf = sorted((home / "dask").glob("performance-report*.html")) if home.is_dir() else []
+    href = os.path.relpath(perf[0], html_path.parent) if perf else None
+    page = render_html(profile, findings, report=report, obfuscate=obfuscate, dask_report_href=href)
     atomic_write(html_path, page)
     return html_path

@@ -18,12 +18,14 @@ from .common import atomic_write, run_guarded
     help=(
         "Show what changed between two jobs: wall time, bytes, operations, metadata operations,\n"
         "findings appeared/resolved (e.g. before and after applying a recommendation).\n\n"
-        "A and B are what `iodiag report` takes: a Darshan log, a folder of one job's logs, a scheduler\n"
-        "job id with --log-tree, or an iodiag job id.\n\n"
+        "A and B are what `iodiag report` takes: a Darshan log, a folder of logs (with --job-a, --job-b or\n"
+        "--all when it holds several jobs), a scheduler job id with --log-tree, or an iodiag job id.\n\n"
         "Examples:\n\n"
         "  iodiag compare before.darshan after.darshan\n\n"
         "  iodiag compare logs/run1/ logs/run2/ --json > delta.json\n\n"
-        "  iodiag compare before.darshan after.darshan --html delta.html --obfuscate"
+        "  iodiag compare before.darshan after.darshan --html delta.html --obfuscate\n\n"
+        "  iodiag compare logs/ logs/ --job-a 26138 --job-b 26154   (a folder holding several jobs)\n\n"
+        "  iodiag compare run1/ run2/ --all   (every log of each folder as one job)"
     ),
 )
 def compare_cmd(
@@ -34,21 +36,50 @@ def compare_cmd(
     obfuscate: bool = typer.Option(False, "--obfuscate", help="Replace paths, user, executable and host names with stable hashes in every output."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML file overriding detector thresholds."),
     log_tree: Optional[str] = typer.Option(None, "--log-tree", help="Site archive root for scheduler job ids (or $IODIAG_LOG_TREE)."),
+    job_a: Optional[str] = typer.Option(None, "--job-a", help="When folder A holds several jobs: the job id to take from it."),
+    job_b: Optional[str] = typer.Option(None, "--job-b", help="When folder B holds several jobs: the job id to take from it."),
+    take_all: bool = typer.Option(False, "--all", help="Take every log of a folder (A, B or both; not one picked with --job-a/--job-b) as one job."),
 ) -> None:
+    from .report import _print_choices
+
     run_guarded(lambda: _compare(a=a, b=b, json_out=json_out, html=html, obfuscate=obfuscate,
-                                 config_file=config_file, log_tree=log_tree))
+                                 config_file=config_file, log_tree=log_tree, job_a=job_a, job_b=job_b, take_all=take_all),
+                on_ambiguous=_print_choices)
 
 
-def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree) -> None:
+def _side(target: str, *, side: str, pick: str | None, take_all: bool, log_tree, cfg, progress: bool):
+    """Load one side; a folder of several jobs names this side's option in its hint."""
+    from ..errors import AmbiguousInput, InputNotFound
+    from .report import build_profile_for
+
+    is_dir = Path(target).is_dir()
+    try:
+        return build_profile_for(target, log_tree=log_tree, pick=pick, take_all=take_all and pick is None and is_dir,
+                                 config=cfg, progress=progress)
+    except AmbiguousInput as exc:
+        raise AmbiguousInput(f"{side.upper()}: {exc.message}", choices=exc.choices,
+                             hint=f"pick one with --job-{side} ID, or take every log as one job with --all") from None
+    except InputNotFound as exc:
+        if pick is not None and "no job with id" in exc.message:
+            raise InputNotFound(exc.message, hint=f"run without --job-{side} to list the jobs it holds") from None
+        raise
+
+
+def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree, job_a=None, job_b=None, take_all=False) -> None:
     from ..analyzers.detectors import diagnose
     from ..config import load_config
     from ..reports.compare import compare_jobs, render_compare_html, render_compare_text
-    from .report import build_profile_for
 
+    from ..errors import UsageError
+
+    for target, side, pick in ((a, "a", job_a), (b, "b", job_b)):  # usage errors before any slow reading
+        if pick is not None and not Path(target).is_dir():
+            raise UsageError(f"--job-{side} {pick}: {side.upper()} ({target}) is not a folder of logs",
+                             hint=f"--job-{side} picks a job inside a folder holding several jobs")
     cfg = load_config(config_file)
     profs = []
-    for target in (a, b):
-        prof, _home = build_profile_for(target, log_tree=log_tree, pick=None, take_all=False, config=cfg, progress=not json_out)
+    for target, side, pick in ((a, "a", job_a), (b, "b", job_b)):
+        prof, _home = _side(target, side=side, pick=pick, take_all=take_all, log_tree=log_tree, cfg=cfg, progress=not json_out)
         profs.append((prof, diagnose(prof, cfg)))
     (prof_a, find_a), (prof_b, find_b) = profs
     if obfuscate:

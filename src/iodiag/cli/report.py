@@ -113,10 +113,6 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, mute, 
         if unknown:
             fail(f"--mute {unknown[0]}: not a finding id", hint="known ids: " + ", ".join(FINDING_IDS), code=2)
         cfg = dataclasses.replace(cfg, report=dataclasses.replace(cfg.report, mute=tuple(cfg.report.mute) + tuple(mute)))
-    if html:
-        from ..reports.html import prewarm
-
-        prewarm()  # matplotlib's import overlaps the log reading
     prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out)
     findings = diagnose(prof, cfg)
     report = build_report(prof, findings)

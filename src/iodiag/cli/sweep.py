@@ -217,8 +217,11 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
         if compare_by:
             summ = summarize(df, time_col=time_col, by=[c for c in (group, compare_by) if c in df.columns])
             written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group, out=sweep_dir / "compare.png")
+    findings, diagnosed, scaling_notes = _scaling_findings(df) if mode == "weak" else ([], 0, [])
+    res["notes"].extend(scaling_notes)
     if as_json:
         payload = {"summary": json.loads(res["summary"].to_json(orient="records")), "means": res["means"],
+                   "findings": [f.to_dict() for f in findings], "diagnosed_jobs": diagnosed,
                    "runs": res["runs"], "notes": res["notes"], "mode": mode, "axis": axis, "written": {k: str(v) for k, v in written.items()}}
         if "scaling" in res:
             payload["scaling"] = json.loads(res["scaling"].to_json(orient="records"))
@@ -245,9 +248,29 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
         m = res["means"]
         con.print(f"throughput across {m['configurations']} configurations: arithmetic mean "
                   f"{m['arithmetic_mean_MBps']:.1f} MB/s, harmonic mean {m['harmonic_mean_MBps']:.1f} MB/s")
+    for f in findings:
+        con.print(f"[bold]{f.severity.upper()} [{f.id}][/] {f.title}\n  → {f.recommendation}")
     for n in res["notes"]:
         _err().print(f"[yellow]note:[/] {n}")
     if res["runs"]["not_succeeded_rows"]:
         _err().print(f"[yellow]note:[/] {res['runs']['not_succeeded_rows']} rows from runs that did not succeed "
                      "are left out")
     _err().print("wrote " + ", ".join(str(p) for p in written.values()))
+
+
+def _scaling_findings(df) -> tuple[list, int, list[str]]:
+    """weak-scaling-loss over the runs' iodiag jobs (when the runs were recorded as jobs)."""
+    if "iodiag_job" not in df.columns:
+        return [], 0, ["runs were not recorded as iodiag jobs: no I/O diagnosis of the scaling (run the sweep where `iodiag run` works)"]
+    from ..analyzers.detectors.scaling import compare_scaling
+    from ..analyzers.job import load_job_record
+    from ..errors import IodiagError
+    from ..jobs.store import find_job
+
+    profiles, notes = [], []
+    for job_id in sorted({str(j) for j in df["iodiag_job"].dropna() if str(j)}):
+        try:
+            profiles.append(load_job_record(find_job(job_id)))
+        except IodiagError as exc:
+            notes.append(f"job {job_id} not diagnosed: {exc}")
+    return compare_scaling(profiles), len(profiles), notes

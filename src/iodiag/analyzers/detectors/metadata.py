@@ -57,7 +57,9 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     data_ops = int((lv["reads"] + lv["writes"]).sum())
     opens_per_op = counts["opens"] / max(data_ops, 1)
     own = lv["proc"] >= 0
-    reopen = own & (lv["opens"] >= c.reopen_count)
+    std_ids = np.array([f for f, p in profile.path_of().items() if p in _STD], dtype="u8")
+    # stdin/stdout/stderr "opens" are dup'd descriptors of a terminal or pipe, not file-system metadata
+    reopen = own & (lv["opens"] >= c.reopen_count) & ~np.isin(lv["file_id"], std_ids)
     reasons = []
     if share >= c.time_share:
         reasons.append(f"metadata is {pct(share)} of I/O time")

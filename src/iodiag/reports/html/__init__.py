@@ -1,20 +1,18 @@
-"""Self-contained HTML report: Jinja2 (autoescaped) + matplotlib (Agg) PNGs as data: URIs.
+"""Self-contained HTML report: Jinja2 (autoescaped) + inline SVG plots.
 
 The page has no script and needs no network; a Content-Security-Policy meta
 tag forbids both, so even a file name crafted as markup could never run.
-Names are escaped by Jinja2's autoescaping; plot labels are pixels.
+Names are escaped by Jinja2's autoescaping in the page and by ``svg.esc`` in
+the plots (the only markup marked safe is the SVG our own writer produced).
+Plots come from ``reports/svg.py``: matplotlib is not imported.
 
 ``render_html`` is the entry point ``iodiag report --html`` calls.
 """
 
 from __future__ import annotations
 
-import base64
 import math
-import os
-import pickle
 import re
-import struct
 import time
 from datetime import datetime, timezone
 from typing import Any, Iterable
@@ -28,48 +26,6 @@ from ...profile import JobProfile, Table
 from .. import plots as P
 
 _ENV = None
-_PREWARM = None
-
-
-def _warm() -> None:
-    """Pay matplotlib's one-time costs: imports, font cache, glyphs, lazily imported artists, PNG writer."""
-    import numpy as _np
-
-    from .. import plots as _plots
-
-    fig = _plots.new_figure(2.0, 1.5)
-    a, b = fig.subplots(1, 2)
-    a.bar([0, 1], [1, 10], label="r")
-    _plots.count_axis(a, "y")
-    a.legend(fontsize=8)
-    im = b.imshow(_np.ones((2, 2)), aspect="auto")
-    fig.colorbar(im, ax=b)
-    b.stairs([1.0, 2.0], [0.0, 1.0, 2.0], fill=True)
-    b.set_xlabel("0123456789 seconds abc")
-    _plots.figure_png(fig, dpi=30)
-    environment().get_template("report.html.j2")
-
-
-def prewarm() -> None:
-    """Import matplotlib and Jinja2 and load fonts in a background thread.
-
-    The CLI calls this before loading the logs: reading runs in a forked child
-    while the parent waits, so this hides most of matplotlib's import and
-    first-draw cost (about as long as reading the 1,024-process log).  The
-    reader child never imports matplotlib, so the thread cannot deadlock it.
-    ``render_html`` waits for the thread.
-    """
-    global _PREWARM
-    if _PREWARM is None:
-        import threading
-
-        _PREWARM = threading.Thread(target=_warm, name="iodiag-html-prewarm", daemon=True)
-        _PREWARM.start()
-
-
-def _join_prewarm() -> None:
-    if _PREWARM is not None:
-        _PREWARM.join()
 
 
 def environment():
@@ -126,76 +82,21 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
-    w, h = struct.unpack(">II", png[16:24])
-    return int(w), int(h)
-
-
-DPI = 90
-
-
 def _spec(pid: str, title: str, caption: str, draw=None, empty: str = "") -> dict:
-    """A plot to render: ``draw`` is a no-argument callable returning a figure (None: no data)."""
+    """A plot to render: ``draw`` is a no-argument callable returning an ``svg.Figure`` (None: no data)."""
     return {"id": pid, "title": title, "caption": caption, "draw": draw, "empty": "" if draw else (empty or "No data for this plot."),
-            "png": "", "width": 0, "height": 0}
+            "svg": "", "width": 0, "height": 0}
 
 
-def _png(draw) -> bytes:
-    return P.figure_png(draw(), dpi=DPI)
-
-
-def _render_plots(specs: list[dict], *, parallel: bool) -> None:
-    """Fill each spec's PNG.  With ``parallel``, a forked child draws every other plot.
-
-    Matplotlib is single-threaded, so the second core is only usable from a
-    second process; fork shares the loaded profile and matplotlib for free.
-    A child that fails is not an error: the parent draws what is missing.
-    Only a single-threaded process forks (the CLI joins its prewarm thread
-    first); anywhere else the plots are drawn in turn.
-    """
-    jobs = [s for s in specs if s["draw"] is not None]
-    mine, theirs = jobs, []
-    pid, rfd = 0, -1
-    import threading
-
-    # fork only a single-threaded process (a thread holding a lock at fork time would hang the child)
-    if parallel and len(jobs) >= 3 and hasattr(os, "fork") and threading.active_count() == 1 and (os.cpu_count() or 1) > 1:
-        theirs, mine = jobs[1::2], jobs[0::2]
-        try:
-            rfd, wfd = os.pipe()
-            pid = os.fork()
-        except OSError:
-            pid, mine, theirs = 0, jobs, []
-        else:
-            if pid == 0:  # child: draw, send, leave without running any cleanup of the parent's
-                code = 0
-                try:
-                    os.close(rfd)
-                    payload = pickle.dumps([_png(s["draw"]) for s in theirs], protocol=pickle.HIGHEST_PROTOCOL)
-                    with os.fdopen(wfd, "wb") as fh:
-                        fh.write(payload)
-                except BaseException:  # noqa: BLE001 - any failure: the parent redraws
-                    code = 1
-                os._exit(code)
-            os.close(wfd)
-    for s in mine:
-        s["png_bytes"] = _png(s["draw"])
-    if pid:
-        with os.fdopen(rfd, "rb") as fh:
-            data = fh.read()
-        os.waitpid(pid, 0)
-        try:
-            pngs = pickle.loads(data)
-        except Exception:  # noqa: BLE001 - a child that died mid-way
-            pngs = [_png(s["draw"]) for s in theirs]
-        for s, png in zip(theirs, pngs):
-            s["png_bytes"] = png
-    for s in jobs:
-        png = s.pop("png_bytes")
-        s["width"], s["height"] = _png_size(png)
-        s["png"] = base64.b64encode(png).decode("ascii")
+def _render_plots(specs: list[dict]) -> None:
+    """Fill each spec's SVG markup (drawing all of them takes tens of milliseconds: no parallelism needed)."""
     for s in specs:
-        s.pop("draw", None)
+        draw = s.pop("draw", None)
+        if draw is None:
+            continue
+        fig = draw()
+        s["svg"] = fig.svg()
+        s["width"], s["height"] = int(round(fig.width)), int(round(fig.height))
 
 
 _SAFE_HREF = re.compile(r"^(?:https?://|file://|(?![A-Za-z][A-Za-z0-9+.-]*:))[^\s\"'<>`]+$")
@@ -238,8 +139,8 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
 
 def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: dict | None = None,
                   dask_report_href: str | None = None, config: Config | None = None,
-                  timings: dict | None = None, parallel: bool = True) -> dict:
-    """Everything the template shows (plots already rendered to PNG)."""
+                  timings: dict | None = None) -> dict:
+    """Everything the template shows (plots already rendered to SVG)."""
     cfg = config or Config()
     clock = timings if timings is not None else {}
 
@@ -305,13 +206,16 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
 
     dask = None
     if len(profile.tasks):
-        from ..plots.dask import draw_task_durations, draw_task_stream, task_durations, task_stream
+        from ..plots.dask import MAX_TASK_BARS, draw_task_durations, draw_task_stream, task_durations, task_stream
 
         ts = timed("dask", lambda: task_stream(profile))
         durs = timed("dask", lambda: task_durations(profile, cfg.stragglers))
         plots["gantt"] = timed("dask", lambda: _spec(
             "plot-gantt", "Task stream per worker thread",
-            "Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace.",
+            ("Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace."
+             if len(ts.tasks) <= MAX_TASK_BARS else
+             f"{len(ts.tasks):,} tasks, drawn as one image: each pixel column of a thread shows the task prefix that ran for most of that "
+             "time, lighter when the thread was idle part of it; under each worker, its process's reads (blue) and writes (orange)."),
             lambda: draw_task_stream(ts)))
         plots["durations"] = timed("dask", lambda: _spec(
             "plot-durations", "Task durations per prefix",
@@ -329,7 +233,7 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
         }
 
     t = time.perf_counter()
-    _render_plots(list(plots.values()), parallel=parallel)
+    _render_plots(list(plots.values()))
     clock["draw"] = time.perf_counter() - t
     issues = [i.to_dict() for i in profile.issues_seen]
     return {
@@ -348,9 +252,8 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
 
 def render_html(profile: JobProfile, findings: Iterable[Finding], *, report: dict | None = None,
                 dask_report_href: str | None = None, obfuscate: bool = False,
-                config: Config | None = None, timings: dict | None = None, parallel: bool = True) -> str:
+                config: Config | None = None, timings: dict | None = None) -> str:
     """The HTML report of one job, as a string (one self-contained page)."""
-    _join_prewarm()
     findings = list(findings)
     if obfuscate:
         from ..obfuscate import Obfuscator, obfuscate_findings, obfuscate_profile
@@ -362,7 +265,7 @@ def render_html(profile: JobProfile, findings: Iterable[Finding], *, report: dic
         if dask_report_href:
             dask_report_href = obf.text(dask_report_href)
     ctx = build_context(profile, findings, report=report, dask_report_href=dask_report_href, config=config,
-                        timings=timings, parallel=parallel)
+                        timings=timings)
     ctx["obfuscated"] = obfuscate
     t = time.perf_counter()
     out = environment().get_template("report.html.j2").render(**ctx)

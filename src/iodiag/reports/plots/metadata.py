@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...profile import OP, OP_NAMES, JobProfile, Table
-from . import margins, new_figure
+from .. import svg
 from ._grid import spread
 from .timeline import _job_span, _log_starts
 
@@ -79,26 +79,56 @@ def metadata_over_time(profile: JobProfile, *, n_bins: int = N_BINS) -> Table:
     return Table(cols)
 
 
-def draw_metadata_over_time(table: Table):
-    fig = new_figure(9.0, 2.8)
-    margins(fig, left_in=0.8)
-    ax = fig.subplots()
-    width = float(table["end_s"][0] - table["start_s"][0]) if len(table) else 1.0
-    edges = np.append(table["start_s"], table["end_s"][-1:]) if len(table) else np.zeros(1)
+PALETTE = {"open": "#2f855a", "stat": "#805ad5", "seek": "#718096", "sync": "#c53030", "other": "#d69e2e"}
+
+
+def _steps(edges: np.ndarray, top: np.ndarray, base: np.ndarray, sx, sy) -> str:
+    """Path of a filled step band between ``base`` and ``top`` (one polygon, constant cost per bin)."""
+    xs = sx(edges)
+    up = sy(top)
+    down = sy(base)
+    pts = []
+    for i in range(len(top)):
+        pts.append(f"{svg.num(xs[i])},{svg.num(up[i])}")
+        pts.append(f"{svg.num(xs[i + 1])},{svg.num(up[i])}")
+    for i in range(len(base) - 1, -1, -1):
+        pts.append(f"{svg.num(xs[i + 1])},{svg.num(down[i])}")
+        pts.append(f"{svg.num(xs[i])},{svg.num(down[i])}")
+    return "M" + "L".join(pts) + "Z"
+
+
+def draw_metadata_over_time(table: Table, *, width: float = 900) -> svg.Figure:
+    """Stacked step areas: metadata operations per second of each kind, per time bin."""
+    width_s = float(table["end_s"][0] - table["start_s"][0]) if len(table) else 1.0
+    edges = np.append(table["start_s"], table["end_s"][-1:]) if len(table) else np.zeros(2)
     bottom = np.zeros(len(table))
-    palette = {"open": "#2f855a", "stat": "#805ad5", "seek": "#718096", "sync": "#c53030", "other": "#d69e2e"}
+    layers = []
     for kind in KINDS:
-        v = table[kind] / width
+        v = table[kind] / width_s if len(table) else np.zeros(0)
         if v.any():
-            # one step artist per kind (not one patch per bin): constant drawing cost
-            ax.stairs(bottom + v, edges, baseline=bottom.copy(), fill=True, color=palette[kind], label=kind, linewidth=0)
+            layers.append((kind, bottom.copy(), bottom + v))
             bottom = bottom + v
-    if len(table):
-        ax.set_xlim(edges[0], edges[-1])
-        ax.set_ylim(0, max(float(bottom.max()) * 1.1, 1e-9))
-    ax.set_ylabel("operations / s")
-    ax.set_xlabel("seconds since job start")
-    ax.grid(axis="y", alpha=0.3)
-    if bottom.any():
-        ax.legend(fontsize=8, frameon=False, ncol=5, loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
+    hi = svg.nice_max(float(bottom.max()) * 1.02 if len(bottom) and bottom.any() else 1.0)
+    yt = svg.nice_ticks(0.0, hi, 5)
+    ystep = yt[1] - yt[0] if len(yt) > 1 else 1.0
+    ylabels = [svg.fmt_tick(t, ystep) for t in yt]
+    left = 30 + max(svg.text_width(lab, 11) for lab in ylabels) + 10
+    fig = svg.Figure(width, 34 + 200 + 50, label="Metadata operations over time")
+    top = 34.0
+    ax = fig.panel(left, top, width - left - 16, 200)
+    ax.x(float(edges[0]), float(edges[-1])).y(0.0, hi)
+    xt = svg.nice_ticks(float(edges[0]), float(edges[-1]), 8)
+    xstep = xt[1] - xt[0] if len(xt) > 1 else 1.0
+    ax.grid("y", yt)
+    for kind, base, upper in layers:
+        fig.path(_steps(edges, upper, base, ax.sx, ax.sy), fill=PALETTE[kind], title=f"{kind}: {float(table[kind].sum()):,.0f} operations")
+    ax.frame()
+    ax.yticks(yt, ylabels)
+    ax.xticks(xt, [svg.fmt_tick(t, xstep) for t in xt])
+    ax.ylabel("operations / s", offset=left - 16)
+    ax.xlabel("seconds since job start")
+    if layers:
+        items = [(kind, PALETTE[kind]) for kind, _b, _u in layers]
+        lw = sum(14 + 4 + svg.text_width(k, 11) + 14 for k, _c in items)
+        fig.legend(items, max(ax.left, ax.right - lw), 6)
     return fig

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...profile import OP, OPS_MODULE, OPS_MODULES, JobProfile, Table
-from . import margins, new_figure
+from .. import svg
 from ._grid import spread
 
 MAX_ROWS = 256
@@ -159,44 +159,61 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
                     n_rows=n_rows, procs_per_row=per_row, nprocs=nprocs, totals=totals)
 
 
-def draw_io_timeline(tl: Timeline):
-    """Two stacked raster panels (reads, writes): process rows x time."""
-    from matplotlib.colors import LogNorm
+def _colour_scale(tl: Timeline, g: np.ndarray) -> tuple[float, float, bool, list[float], list[str]]:
+    """(vmin, vmax, log, ticks, labels) of one panel's colour bar."""
+    vmax = float(g.max()) if g.size else 0.0
+    if tl.source == "heatmap":
+        if vmax <= 0:
+            return 0.0, 1.0, False, [0.0, 1.0], ["0", "1 B/s"]
+        vmin = max(float(g[g > 0].min()), vmax * 1e-6)
+        if vmin >= vmax:
+            vmin = vmax / 10
+        ticks = svg.log2_ticks(vmin, vmax, max_ticks=5) or [vmin, vmax]
+        return vmin, vmax, True, ticks, [svg.binary_label(t, "/s") for t in ticks]
+    ticks = [0.0, 0.25, 0.5, 0.75, 1.0]
+    return 0.0, 1.0, False, ticks, ["0", "0.25", "0.5", "0.75", "1"]
 
-    fig = new_figure(9.0, 4.6)
-    margins(fig, left_in=0.9, right_in=0.3 if tl.source != "heatmap" else 0.75, hspace=0.3)
-    axes = fig.subplots(2, 1, sharex=True)
-    extent = (0.0, tl.n_bins * tl.bin_s, tl.nprocs - 0.5, -0.5)
-    for ax, column, cmap, title in ((axes[0], "read", "Blues", "reads"), (axes[1], "write", "Oranges", "writes")):
+
+def draw_io_timeline(tl: Timeline, *, width: float = 900) -> svg.Figure:
+    """Two stacked raster panels (reads, writes): process rows x time bins, one PNG cell grid each.
+
+    Each panel is at least as tall as it has rows (up to ``MAX_ROWS`` px), so
+    no row is dropped by scaling; bins are stretched with hard edges.
+    """
+    ph = float(min(max(tl.n_rows, 110), MAX_ROWS))
+    t_end = tl.n_bins * tl.bin_s
+    xt = svg.nice_ticks(0.0, t_end, 8)
+    procs_shown = tl.n_rows * tl.procs_per_row
+    yt = [v for v in svg.int_ticks(0.0, tl.nprocs, 4) if v < tl.nprocs]
+    ylabels = [f"{int(v):,}" for v in yt]
+    # one process per row: a tick names the row's centre; grouped rows: the first process of the group at its top
+    ypos = [v + 0.5 if tl.procs_per_row == 1 else v for v in yt]
+    cb_labels_w = 0.0
+    scales = {}
+    for column in ("read", "write"):
         g = tl.grid(column)
-        vmax = float(g.max()) if g.size else 0.0
-        if tl.source == "heatmap" and vmax > 0:
-            positive = g[g > 0]
-            norm = LogNorm(vmin=max(float(positive.min()), vmax * 1e-6), vmax=vmax)
-            g = np.where(g > 0, g, np.nan)
-        else:
-            from matplotlib.colors import Normalize
-
-            norm = Normalize(vmin=0.0, vmax=max(vmax, 1e-12) if tl.source == "heatmap" else 1.0)
-            g = np.where(g > 0, g, np.nan)
-        from matplotlib import colormaps
-
-        im = ax.imshow(g, aspect="auto", interpolation="nearest", cmap=colormaps[cmap].with_extremes(bad="#f7fafc"),
-                       norm=norm, extent=extent)
-        cb = fig.colorbar(im, ax=ax, pad=0.01, fraction=0.03)
-        cb.ax.tick_params(labelsize=7)
-        if tl.source == "heatmap":
-            # plain "12.3 MiB/s" labels, decades only (mathtext labels overflow the figure)
-            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
-
-            from . import human_bytes
-
-            cb.ax.yaxis.set_major_locator(LogLocator(base=10, numticks=5))
-            cb.ax.yaxis.set_minor_locator(NullLocator())
-            cb.ax.yaxis.set_minor_formatter(NullFormatter())
-            cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v) + "/s"))
-        label = "process" if tl.procs_per_row == 1 else f"process (rows of {tl.procs_per_row})"
-        ax.set_ylabel(label, fontsize=8)
-        ax.set_title(f"{title}: {tl.unit}", fontsize=9, loc="left")
-    axes[1].set_xlabel("seconds since job start")
+        scales[column] = (g, _colour_scale(tl, g))
+        cb_labels_w = max([cb_labels_w] + [svg.text_width(lab, 10) for lab in scales[column][1][4]])
+    left = 30 + max([svg.text_width(lab, 11) for lab in ylabels] + [10]) + 10
+    pw = width - left - 12 - 12 - 8 - cb_labels_w - 8
+    top = 30.0
+    gap = 44.0
+    fig = svg.Figure(width, top + 2 * ph + gap + 62, label="I/O timeline per process")
+    step = xt[1] - xt[0] if len(xt) > 1 else 1.0
+    ylabel = "process" if tl.procs_per_row == 1 else f"process (rows of {tl.procs_per_row})"
+    for k, (column, ramp, title) in enumerate((("read", "blues", "reads"), ("write", "oranges", "writes"))):
+        g, (vmin, vmax, log, cticks, clabels) = scales[column]
+        ax = fig.panel(left, top + k * (ph + gap), pw, ph)
+        ax.x(0.0, t_end).y(0.0, procs_shown, down=True)
+        lut = svg.ramp_lut(ramp)
+        img = svg.colourise(g, lut, vmin=vmin, vmax=vmax, log=log)
+        fig.image(ax.left, ax.top, ax.w, ax.h, svg.png_rgb(img))
+        ax.frame()
+        ax.yticks(ypos, ylabels)
+        ax.xticks(xt, [svg.fmt_tick(t, step) for t in xt] if k == 1 else [""] * len(xt))
+        ax.title(f"{title}: {tl.unit}", size=12, align="start")
+        ax.ylabel(ylabel, offset=left - 16)
+        ax.colorbar(lut, lo=vmin, hi=vmax, log=log, ticks=cticks, labels=clabels)
+        if k == 1:
+            ax.xlabel("seconds since job start")
     return fig

@@ -7,10 +7,12 @@ also counted by POSIX underneath it.
 
 from __future__ import annotations
 
+
 import numpy as np
 
 from ...profile import JobProfile, Table
-from . import META, READ, WRITE, bytes_axis, count_axis, margins, new_figure
+from .. import svg
+from . import META, READ, WRITE, human_bytes
 
 # module -> (prefix, read-op counters, write-op counters, metadata-op counters)
 MODULE_SPEC: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
@@ -79,34 +81,52 @@ def module_volumes(profile: JobProfile) -> Table:
     })
 
 
-def draw_module_volumes(table: Table):
-    """Bytes (left) and operation counts (right) per module, reads/writes/metadata."""
-    n = max(len(table), 1)
-    fig = new_figure(9.0, 0.5 + 0.45 * n + 0.95)
-    margins(fig, left_in=1.35, bottom_in=0.8, wspace=0.05)
-    ax_b, ax_o = fig.subplots(1, 2)
-    mods = list(table["module"]) if len(table) else []
-    y = np.arange(len(mods))
-    h = 0.38
-    if len(mods):
-        ax_b.barh(y - h / 2, table["bytes_read"], h, color=READ, label="read")
-        ax_b.barh(y + h / 2, table["bytes_written"], h, color=WRITE, label="written")
-        h3 = 0.27
-        ax_o.barh(y - h3, table["reads"], h3, color=READ, label="reads")
-        ax_o.barh(y, table["writes"], h3, color=WRITE, label="writes")
-        ax_o.barh(y + h3, table["meta_ops"], h3, color=META, label="metadata ops")
-    for ax in (ax_b, ax_o):
-        ax.set_yticks(y, mods, fontsize=8)
-        ax.invert_yaxis()
-        ax.grid(axis="x", alpha=0.3)
-        if len(mods):
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8, frameon=False)
-    ax_o.set_yticklabels([])
-    bytes_axis(ax_b)
-    ax_b.set_title("Bytes per module", fontsize=10)
-    ax_o.set_title("Operations per module", fontsize=10)
-    if any(v > 0 for v in (table["reads"].tolist() + table["writes"].tolist() + table["meta_ops"].tolist()) if len(table)):
-        count_axis(ax_o, "x")
+def _count_range(values) -> tuple[float, float]:
+    """Log axis range for counts: from below 1 to a little above the largest count."""
+    hi = max([float(v) for v in values] + [10.0])
+    return 0.7, hi * 1.6
+
+
+def draw_module_volumes(table: Table, *, width: float = 900) -> svg.Figure:
+    """Bytes (left panel) and operation counts (right, logarithmic) per module: reads, writes, metadata."""
+    mods = [str(m) for m in table["module"]] if len(table) else []
+    n = max(len(mods), 1)
+    band = 40.0
+    label_w = max([svg.text_width(m, 11) for m in mods] + [30.0])
+    left = 12 + label_w + 10
+    top, gap = 34.0, 50.0
+    pw = (width - left - gap - 20) / 2
+    ph = band * n
+    fig = svg.Figure(width, top + ph + 70, label="Bytes and operations per module")
+    ax_b = fig.panel(left, top, pw, ph)
+    ax_o = fig.panel(left + pw + gap, top, pw, ph)
+    hi_b, ticks_b, labels_b = svg.byte_ticks(max([float(table[c].max()) for c in ("bytes_read", "bytes_written")] + [1.0]) if len(table) else 1.0)
+    ax_b.x(0, hi_b).y(0, n)
+    lo_o, hi_o = _count_range(table["reads"].tolist() + table["writes"].tolist() + table["meta_ops"].tolist() if len(table) else [])
+    ax_o.x(lo_o, hi_o, log=True).y(0, n)
+    ticks_o = svg.log_ticks(lo_o, hi_o)
+    ax_b.grid("x", ticks_b)
+    ax_o.grid("x", ticks_o)
+    for i, mod in enumerate(mods):
+        y0 = top + i * band
+        for j, (col, colour, what) in enumerate((("bytes_read", READ, "read"), ("bytes_written", WRITE, "written"))):
+            v = float(table[col][i])
+            fig.rect(left, y0 + 4 + j * 16, ax_b.sx(v) - left, 15, colour, title=f"{mod} {what}: {human_bytes(v)} ({int(v):,} B)")
+        for j, (col, colour, what) in enumerate((("reads", READ, "reads"), ("writes", WRITE, "writes"), ("meta_ops", META, "metadata operations"))):
+            v = float(table[col][i])
+            if v > 0:
+                x0 = ax_o.left
+                fig.rect(x0, y0 + 4 + j * 11, ax_o.sx(v) - x0, 10, colour, title=f"{mod} {what}: {int(v):,}")
+    centres = [top + (i + 0.5) * band for i in range(len(mods))]
+    ax_b.yticks([], mods, at=centres)
+    ax_b.frame()
+    ax_o.frame()
+    ax_b.xticks(ticks_b, labels_b)
+    ax_o.xticks(ticks_o, [svg.human_count(t) for t in ticks_o])
+    ax_b.title("Bytes per module")
+    ax_o.title("Operations per module (log scale)")
+    fig.legend([("read", READ), ("written", WRITE)], ax_b.left, ax_b.bottom + 30)
+    fig.legend([("reads", READ), ("writes", WRITE), ("metadata ops", META)], ax_o.left, ax_o.bottom + 30)
     return fig
 
 
@@ -155,28 +175,45 @@ def access_sizes(profile: JobProfile) -> Table:
     })
 
 
-def draw_access_sizes(table: Table):
-    """Two panels (reads, writes); one bar group per size bin, one bar per module."""
-    fig = new_figure(9.0, 3.2)
-    margins(fig, left_in=0.8, bottom_in=0.9, wspace=0.25)
-    axes = fig.subplots(1, 2, sharey=False)
+PALETTE = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568", "#e53e3e")
+
+
+def draw_access_sizes(table: Table, *, width: float = 900) -> svg.Figure:
+    """Two panels (reads, writes); one bar group per size bin, one bar per module; logarithmic count axis."""
     mods = list(dict.fromkeys(table["module"].tolist()))
-    palette = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568", "#e53e3e"]
-    x = np.arange(len(SIZE_LABELS))
-    width = 0.8 / max(len(mods), 1)
-    for ax, direction in zip(axes, ("read", "write")):
+    colours = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(mods)}
+    fig = svg.Figure(width, 330, label="Access-size histograms")
+    leg_h = fig.legend([(m, colours[m]) for m in mods], 70, 6, max_width=width - 80) if mods else 0.0
+    top = 30 + leg_h
+    lo, hi = _count_range(table["count"].tolist() if len(table) else [])
+    ticks = svg.log_ticks(lo, hi)
+    tick_labels = [svg.human_count(t) for t in ticks]
+    left = 22 + max(svg.text_width(t, 11) for t in tick_labels) + 10 if ticks else 50
+    gap = left + 10
+    pw = (width - left - gap - 12) / 2
+    ph = 190.0
+    fig.height = top + ph + 64
+    nb = len(SIZE_LABELS)
+    slot = pw / nb
+    bw = 0.8 * slot / max(len(mods), 1)
+    for k, direction in enumerate(("read", "write")):
+        ax = fig.panel(left + k * (pw + gap), top, pw, ph)
+        ax.x(0, nb).y(lo, hi, log=True)
+        ax.grid("y", ticks)
         for i, mod in enumerate(mods):
             sel = (table["module"] == mod) & (table["direction"] == direction)
             if not sel.any():
                 continue
             counts = dict(zip(table["size_bin"][sel].tolist(), table["count"][sel].tolist()))
-            ax.bar(x - 0.4 + width * (i + 0.5), [counts.get(lb, 0) for lb in SIZE_LABELS], width,
-                   color=palette[i % len(palette)], label=mod)
-        ax.set_xticks(x, SIZE_LABELS, rotation=45, ha="right", fontsize=8)
-        ax.set_title(f"{direction.capitalize()} sizes (bytes per call)", fontsize=10)
-        ax.set_ylabel("operations")
-        ax.grid(axis="y", alpha=0.3)
-        count_axis(ax, "y")
-        if mods:
-            ax.legend(fontsize=8, frameon=False)
+            for b, lab in enumerate(SIZE_LABELS):
+                c = counts.get(lab, 0)
+                if c > 0:
+                    x = ax.left + b * slot + 0.1 * slot + i * bw
+                    y = ax.sy(c)
+                    fig.rect(x, y, bw, ax.bottom - y, colours[mod], title=f"{mod} {direction}s of {lab} bytes: {int(c):,}")
+        ax.frame()
+        ax.yticks(ticks, tick_labels)
+        ax.xticks([], list(SIZE_LABELS), at=[ax.left + (b + 0.5) * slot for b in range(nb)], rotate=-40, size=10)
+        ax.title(f"{direction.capitalize()} sizes (bytes per call)")
+        ax.ylabel("operations", offset=left - 14)
     return fig

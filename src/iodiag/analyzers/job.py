@@ -1,0 +1,164 @@
+"""A stored job (``iodiag run``) -> one JobProfile.
+
+:func:`load_job_record` reads whatever the job's collector left — Darshan logs
+(``logs/``, through :func:`iodiag.analyzers.load.load_job`) or embedded traces
+(``traces/``, through ``iodiag.analyzers.readers.embedded.load_traces``) —,
+attaches the Dask task stream (``dask/``) as the ``tasks`` table, and turns
+what the run lost (processes without logs, recovered mmap logs, workers that
+left the cluster, a killed workload) into ``issues_seen`` entries so that
+reports never hide it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..config import Config
+from ..errors import DependencyMissing, NoUsableData
+from ..profile import JobInfo, JobProfile, LoadIssue
+from .readers.dask import load_tasks
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..jobs.store import JobRecord
+
+
+def _darshan_logs(record: "JobRecord") -> list[str]:
+    folder = Path(record.folder)
+    listed = (record.data.get("artefacts") or {}).get("logs")
+    if listed:
+        paths = [str(folder / p) for p in listed if (folder / p).is_file()]
+        if paths:
+            return paths
+    logs = folder / "logs"
+    if not logs.is_dir():
+        return []
+    return sorted(str(p) for p in logs.rglob("*.darshan") if p.parent.name != "mmap" and p.is_file())
+
+
+def _bare_profile(record: "JobRecord", collector: str) -> JobProfile:
+    d = record.data
+    start, end = d.get("workload_start_s") or d.get("start_s"), d.get("end_s")
+    info = JobInfo(job_id=record.id, exe=" ".join((d.get("command") or [])[:1]),
+                   args=" ".join((d.get("command") or [])[1:]), start_s=start, end_s=end,
+                   runtime_s=(end - start) if (start and end) else None, collector=collector)
+    return JobProfile(job=info)
+
+
+def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config | None = None) -> JobProfile:
+    """Load one stored job into a profile.
+
+    ``record`` is a :class:`iodiag.jobs.store.JobRecord` (from
+    ``iodiag.jobs.store.find_job``) or the path of a job folder.  ``config``
+    is passed to the Darshan loader (reader timeout, isolation).
+
+    - collector ``darshan``: ``load_job(<logs>, job_id=<job id>)``;
+    - collector ``embedded``: ``load_traces(<job>/traces, job_id=<job id>)``
+      (raises ``DependencyMissing`` when this iodiag has no embedded reader);
+    - collector ``none``: a profile with job metadata only (and the blind spot
+      said);
+    then ``tasks`` from ``<job>/dask`` and the run's losses in ``issues_seen``.
+    Raises ``NoUsableData`` when the job has logs but none can be read.
+    """
+    if not hasattr(record, "data"):
+        from ..jobs.store import read_job
+
+        record = read_job(record)
+    cfg = config or Config()
+    d = record.data
+    folder = Path(record.folder)
+    collector = d.get("collector") or "darshan"
+    issues: list[LoadIssue] = []
+
+    if collector == "darshan":
+        from .load import load_job
+
+        logs = _darshan_logs(record)
+        profile = None
+        if logs:
+            try:
+                profile = load_job(logs, config=cfg, job_id=record.id)
+            except NoUsableData as exc:
+                # every log is damaged (e.g. the only process was killed mid-shutdown): keep what the
+                # job itself knows (command, exit, Dask tasks) and say what was lost
+                if not (folder / "dask").is_dir() and not d.get("recovered_logs"):
+                    raise
+                profile = _bare_profile(record, "darshan")
+                issues.append(LoadIssue(path=str(folder / "logs"), kind="unreadable", cause=exc.message,
+                                        next_step="no file-level numbers for this job; re-run it to completion"))
+        elif not logs:
+            profile = _bare_profile(record, "darshan")
+            issues.append(LoadIssue(path=str(folder / "logs"), kind="missing-log",
+                                    cause="Darshan wrote no log for this run",
+                                    next_step="check that the program is dynamically linked and that libdarshan.so "
+                                              "loads (DARSHAN_DUMP_CONFIG=1 prints its settings)"))
+    elif collector == "embedded":
+        try:
+            from .readers.embedded import load_traces
+        except ImportError:
+            raise DependencyMissing(
+                f"job {record.id} was recorded with the embedded collector, but this iodiag has no reader for its traces",
+                hint="install an iodiag that includes the embedded collector (iodiag.analyzers.readers.embedded)",
+            ) from None
+        profile = load_traces(folder / "traces", job_id=record.id)
+    else:
+        profile = _bare_profile(record, collector)
+        profile.job.blind_spots.append("no file-level I/O collector ran (no Darshan runtime, no embedded collector): "
+                                       "only the Dask task stream is known")
+
+    profile.tasks = load_tasks(folder / "dask")
+    info = profile.job
+    info.job_id = record.id
+    info.collector = collector
+    versions = d.get("versions") or {}
+    if collector == "darshan" and not info.collector_version:
+        info.collector_version = versions.get("darshan_runtime")
+    elif collector == "embedded" and not info.collector_version:
+        info.collector_version = versions.get("embedded")
+    meta = {
+        "iodiag_job": record.id,
+        "name": d.get("name"),
+        "command": " ".join(d.get("command") or []),
+        "cwd": d.get("cwd"),
+        "status": record.status,
+        "exit_code": d.get("exit_code"),
+        "signal": d.get("signal_name"),
+        "wall_s": d.get("wall_s"),
+        "dxt": d.get("dxt"),
+    }
+    info.metadata.update({k: str(v) for k, v in meta.items() if v is not None})
+
+    job_json = str(folder / "job.json")
+    for m in d.get("missing_processes") or []:
+        where = str(folder / m["file"]) if m.get("file") else job_json
+        issues.append(LoadIssue(path=where, kind="missing-log",
+                                cause=f"process {m.get('pid') or '?'} ({m.get('role')}): {m.get('cause')}",
+                                next_step="its I/O is absent from every table; numbers are a lower bound"))
+    for r in d.get("recovered_logs") or []:
+        issues.append(LoadIssue(path=str(folder / r["log"]), kind="recovered-mmap",
+                                cause=f"process {r.get('pid') or '?'} ({r.get('role')}) was killed; its records come "
+                                      "from the mmap log Darshan keeps while running (no end time)",
+                                next_step="counters are complete up to the kill (DXT traces are not kept in mmap logs); "
+                                          + ("the end time is the start of its shutdown" if r.get("when") == "during shutdown"
+                                             else "run time is derived from the last I/O")))
+    for w in d.get("dask_workers") or []:
+        if w.get("gone"):
+            issues.append(LoadIssue(path=job_json, kind="worker-lost",
+                                    cause=f"Dask worker {w.get('address')} (pid {w.get('pid')}) left the cluster mid-run",
+                                    next_step="tasks it was running were recomputed elsewhere; look for its restart"))
+    if d.get("signal"):
+        issues.append(LoadIssue(path=job_json, kind="killed",
+                                cause=f"the workload was killed by {d.get('signal_name') or d['signal']}",
+                                next_step="the job is partial: what ran before the signal is kept"))
+    if d.get("status") == "running" and record.status == "abandoned":
+        issues.append(LoadIssue(path=job_json, kind="abandoned",
+                                cause="iodiag stopped before the run ended (the record was never finalised)",
+                                next_step="re-run the workload with iodiag run"))
+    if collector == "darshan" and not len(profile.tasks) and (folder / "dask").is_dir() and any((folder / "dask").iterdir()):
+        issues.append(LoadIssue(path=str(folder / "dask"), kind="unreadable", cause="no Dask task could be read"))
+    profile.issues_seen.extend(issues)
+    return profile
+
+
+__all__ = ["load_job_record", "NoUsableData"]

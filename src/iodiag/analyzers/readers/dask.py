@@ -1,0 +1,95 @@
+"""Dask artefacts of a job (``dask/`` folder written by ``iodiag run``) -> the ``tasks`` table.
+
+One row per phase of each finished task, as the scheduler's task stream
+records them (``startstops``): ``compute``, ``transfer``, ``disk-read``,
+``disk-write``, ``deserialize``.  Columns (profile contract):
+key, prefix, worker, pid, thread, phase, start_s, end_s.
+
+``pid`` comes from the workers file (-1 when the worker was never
+identified); ``thread`` is Python's thread ident on the worker (not the OS
+thread id), -1 when absent.  Times are epoch seconds on the workers' clocks,
+the same clock as Darshan's on one host, so I/O ops join tasks by pid and
+time window (Zarr 3 writes chunks from its own asyncio threads, so thread ids
+do not match).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ...profile import TASK_COLUMNS, Table, empty_table
+
+
+def load_workers(dask_dir: str | Path) -> dict[str, dict]:
+    """worker address -> its record (pid, host, hostname, nthreads, gone, ...)."""
+    out: dict[str, dict] = {}
+    for path in sorted(Path(dask_dir).glob("workers-*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        for w in data if isinstance(data, list) else []:
+            if isinstance(w, dict) and w.get("address"):
+                prev = out.get(w["address"], {})
+                out[w["address"]] = {**prev, **{k: v for k, v in w.items() if v is not None}}
+    return out
+
+
+def _records(path: Path):
+    try:
+        fh = open(path, encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    with fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a kill: skip it
+                continue
+            if isinstance(rec, dict):
+                yield rec
+
+
+def load_tasks(dask_dir: str | Path) -> Table:
+    """The ``tasks`` table of every client's task stream under ``dask_dir`` (empty when none)."""
+    dask_dir = Path(dask_dir)
+    if not dask_dir.is_dir():
+        return empty_table("tasks")
+    pids = {addr: int(w["pid"]) for addr, w in load_workers(dask_dir).items() if isinstance(w.get("pid"), int)}
+    cols: dict[str, list] = {name: [] for name in TASK_COLUMNS}
+    seen: set[tuple] = set()
+    for path in sorted(dask_dir.glob("tasks-*.jsonl")):
+        for rec in _records(path):
+            key = str(rec.get("key", ""))
+            worker = str(rec.get("worker") or "")
+            thread = rec.get("thread")
+            for ss in rec.get("startstops") or ():
+                if not isinstance(ss, dict):
+                    continue
+                try:
+                    start, stop = float(ss["start"]), float(ss["stop"])
+                except (KeyError, TypeError, ValueError):
+                    continue
+                phase = str(ss.get("action", "compute"))
+                ident = (key, worker, phase, start)
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                cols["key"].append(key)
+                cols["prefix"].append(str(rec.get("prefix") or key))
+                cols["worker"].append(worker)
+                cols["pid"].append(pids.get(worker, -1))
+                cols["thread"].append(int(thread) if isinstance(thread, int) else -1)
+                cols["phase"].append(phase)
+                cols["start_s"].append(start)
+                cols["end_s"].append(stop)
+    if not cols["key"]:
+        return empty_table("tasks")
+    table = Table({name: np.asarray(vals, dtype=TASK_COLUMNS[name]) for name, vals in cols.items()})
+    return table.take(np.argsort(table["start_s"], kind="stable"))

@@ -1,0 +1,343 @@
+"""Dask client preload used by ``iodiag run`` (loaded by path, in the workload's interpreter).
+
+``iodiag run`` names this file in ``DASK_DISTRIBUTED__CLIENT__PRELOAD``, so
+every ``distributed.Client`` the unmodified script creates calls
+``dask_setup(client)`` when it starts and ``dask_teardown(client)`` when it
+closes.  The file is self-contained (standard library and ``distributed``
+only): the workload may run in an interpreter where iodiag is not installed.
+
+What it saves into ``$IODIAG_DASK_DIR`` (the job's ``dask/`` folder), one set
+per client (``<tag>`` = ``<pid>-<n>``, the n-th client of that process):
+
+- ``tasks-<tag>.jsonl``: the scheduler's task stream, one JSON object per
+  finished task (key, prefix, worker, thread, status, startstops), appended
+  every ``$IODIAG_DASK_POLL_S`` seconds (default 1) using the stream's index
+  cursor, so a run that dies keeps what finished so far;
+- ``workers-<tag>.json``: every worker seen (address, name, pid, host,
+  hostname, nthreads, nanny, first/last seen, gone), rewritten atomically when
+  it changes;
+- ``performance-report-<tag>.html``: the scheduler's ``performance_report``
+  (what ``distributed.performance_report`` writes; it needs bokeh; skipped
+  when ``$IODIAG_DASK_REPORT=0``: it is the one fixed cost of the capture,
+  1.5-3.5 s at client close);
+- ``client-<tag>.json``: client pid/host, scheduler address, start/end, how
+  capture ended (``teardown``, ``cluster-close``, ``atexit``, ``sigterm``) and
+  any capture error.
+
+The final capture runs once, from whichever comes first: the client's
+teardown, the close of the client's own cluster (a script that closes the
+cluster before the client), interpreter exit (a client never closed; our
+``atexit`` hook is registered after distributed's, so it runs before the
+cluster is torn down), or SIGTERM (the handler captures, then re-delivers the
+signal with its default action so the exit status is unchanged).
+Clients created inside Dask workers are skipped.
+"""
+
+import asyncio
+import atexit
+import itertools
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+OUT_VAR = "IODIAG_DASK_DIR"
+_captures = {}
+_counter = itertools.count()
+_lock = threading.Lock()
+
+
+def _out_dir():
+    return os.environ.get(OUT_VAR)
+
+
+def _in_worker():
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        return True
+    except Exception:
+        return False
+
+
+def _atomic_write(path, text):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _key_text(key):
+    if isinstance(key, bytes):
+        return key.decode(errors="replace")
+    return key if isinstance(key, str) else str(key)
+
+
+def _prefix(key):
+    try:
+        from dask.utils import key_split
+
+        return key_split(key)
+    except Exception:
+        return _key_text(key)
+
+
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+class _Skipped(Exception):
+    """The performance report was turned off ($IODIAG_DASK_REPORT=0)."""
+
+
+class Capture:
+    def __init__(self, client, out):
+        self.client = client
+        self.out = out
+        self.tag = f"{os.getpid()}-{next(_counter)}"
+        self.t0 = time.time()
+        self.cursor = 0
+        self.count = 0
+        self.workers = {}
+        self.last_count = 0
+        self.done = False
+        self.poll_task = None
+        self.final_lock = None
+        self.errors = []
+        self.ended_by = None
+        self.scheduler_address = None
+        self.final_s = None
+        self.poll_s = float(os.environ.get("IODIAG_DASK_POLL_S", "1") or 1)
+
+    def path(self, stem, ext):
+        return os.path.join(self.out, f"{stem}-{self.tag}.{ext}")
+
+    # -- incremental collection -----------------------------------------------
+    async def collect(self):
+        sched = self.client.scheduler
+        info = await sched.identity()
+        self.scheduler_address = info.get("address")
+        now = time.time()
+        current = info.get("workers", {}) or {}
+        new = [a for a in current if a not in self.workers]
+        changed = bool(new)
+        for addr, w in current.items():
+            rec = self.workers.setdefault(addr, {"address": addr, "first_seen": now})
+            rec.update(name=_jsonable(w.get("name")), host=w.get("host"), nthreads=w.get("nthreads"),
+                       nanny=w.get("nanny"), memory_limit=w.get("memory_limit"), last_seen=now, gone=False)
+        for addr, rec in self.workers.items():
+            if addr not in current and not rec.get("gone"):
+                rec["gone"] = True
+                rec["gone_at"] = now
+                changed = True
+        if new:
+            for fn, field in ((os.getpid, "pid"), (socket.gethostname, "hostname")):
+                try:
+                    res = await self.client._run(fn, workers=new, on_error="return")
+                except TypeError:  # older distributed without on_error
+                    res = await self.client._run(fn, workers=new)
+                except Exception as exc:  # a worker died between identity() and run()
+                    self.errors.append(f"worker {field}: {exc!r}")
+                    res = {}
+                for addr, val in (res or {}).items():
+                    if addr in self.workers and not isinstance(val, BaseException):
+                        self.workers[addr][field] = val
+        if changed:
+            self.write_workers()
+        recs = await sched.get_task_stream(start_index=self.cursor)
+        if recs:
+            lines = []
+            for r in recs:
+                key = r.get("key")
+                lines.append(json.dumps({
+                    "key": _key_text(key),
+                    "prefix": _prefix(key),
+                    "worker": r.get("worker"),
+                    "thread": r.get("thread"),
+                    "status": r.get("status"),
+                    "nbytes": r.get("nbytes"),
+                    "typename": r.get("typename"),
+                    "startstops": [_jsonable(s) for s in r.get("startstops", ())],
+                }))
+            with open(self.path("tasks", "jsonl"), "a", encoding="utf-8") as fh:
+                fh.write("\n".join(lines) + "\n")
+            self.cursor += len(recs)
+            self.count += len(recs)
+
+    def write_workers(self):
+        _atomic_write(self.path("workers", "json"), json.dumps(list(self.workers.values()), indent=1))
+
+    def write_meta(self):
+        meta = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "argv": list(sys.argv),
+            "scheduler_address": self.scheduler_address,
+            "start_s": self.t0,
+            "end_s": time.time(),
+            "ended_by": self.ended_by,
+            "tasks": self.count,
+            "report": os.path.basename(self.path("performance-report", "html"))
+            if os.path.exists(self.path("performance-report", "html")) else None,
+            "errors": self.errors,
+            "final_capture_s": self.final_s,
+        }
+        try:
+            import distributed
+
+            meta["distributed_version"] = distributed.__version__
+        except Exception:
+            pass
+        _atomic_write(self.path("client", "json"), json.dumps(meta, indent=1))
+
+    async def poll(self):
+        while not self.done:
+            await asyncio.sleep(self.poll_s)
+            if self.done:
+                break
+            try:
+                await self.collect()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # scheduler gone: stop polling quietly
+                self.errors.append(f"poll: {exc!r}")
+                break
+
+    async def final(self, ended_by):
+        if self.final_lock is None:
+            self.final_lock = asyncio.Lock()
+        async with self.final_lock:
+            if self.done:
+                return
+            self.done = True
+            self.ended_by = ended_by
+            t_final = time.time()
+            if self.poll_task is not None and not self.poll_task.done():
+                self.poll_task.cancel()
+            try:
+                await asyncio.wait_for(self.collect(), 30)
+            except Exception as exc:
+                self.errors.append(f"final task stream: {exc!r}")
+            try:
+                if os.environ.get("IODIAG_DASK_REPORT", "1") == "0":
+                    raise _Skipped()
+                code = ""
+                main = sys.argv[0] if sys.argv else ""
+                if main.endswith(".py") and os.path.isfile(main) and os.path.getsize(main) < 1_000_000:
+                    with open(main, encoding="utf-8", errors="replace") as fh:
+                        code = fh.read()
+                html = await asyncio.wait_for(
+                    self.client.scheduler.performance_report(start=self.t0, last_count=self.last_count, code=code),
+                    float(os.environ.get("IODIAG_DASK_REPORT_TIMEOUT_S", "60")))
+                _atomic_write(self.path("performance-report", "html"), html)
+            except _Skipped:
+                pass
+            except Exception as exc:
+                self.errors.append(f"performance report: {exc!r}")
+            for rec in self.workers.values():
+                rec.setdefault("pid", None)
+            try:
+                self.write_workers()
+            except Exception as exc:
+                self.errors.append(f"workers: {exc!r}")
+            self.final_s = time.time() - t_final
+            self.write_meta()
+
+
+async def dask_setup(client):
+    out = _out_dir()
+    if not out or _in_worker():
+        return
+    os.makedirs(out, exist_ok=True)
+    cap = Capture(client, out)
+    with _lock:
+        _captures[id(client)] = cap
+    try:  # the report's counters start from here (what performance_report.__aenter__ does)
+        cap.last_count = await asyncio.wait_for(
+            client._run_on_scheduler(lambda dask_scheduler: dask_scheduler.monitor.count), 10)
+    except Exception:
+        cap.last_count = 0
+    try:
+        await client.scheduler.get_task_stream_index()  # creates the task-stream plugin now
+        cap.cursor = await client.scheduler.get_task_stream_index()
+    except Exception as exc:
+        cap.errors.append(f"task stream index: {exc!r}")
+    try:
+        await cap.collect()
+    except Exception as exc:
+        cap.errors.append(f"first collect: {exc!r}")
+    cap.write_meta()
+    cap.poll_task = asyncio.ensure_future(cap.poll())
+    cluster = getattr(client, "cluster", None)
+    if cluster is not None and hasattr(cluster, "_close"):
+        orig = cluster._close
+
+        async def _close(*args, **kwargs):
+            try:
+                await asyncio.wait_for(cap.final("cluster-close"), 120)
+            except Exception:
+                pass
+            return await orig(*args, **kwargs)
+
+        try:
+            cluster._close = _close
+        except Exception:
+            pass
+
+
+async def dask_teardown(client):
+    with _lock:
+        cap = _captures.pop(id(client), None)
+    if cap is not None:
+        await cap.final("teardown")
+
+
+def _finish_all(ended_by, timeout=120):
+    with _lock:
+        caps = list(_captures.items())
+        _captures.clear()
+    for _, cap in caps:
+        if cap.done:
+            continue
+        client = cap.client
+        try:
+            if getattr(client, "asynchronous", False):
+                continue
+            client.sync(cap.final, ended_by, callback_timeout=timeout)
+        except Exception:
+            try:
+                cap.write_meta()
+            except Exception:
+                pass
+
+
+def _atexit():
+    _finish_all("atexit")
+
+
+def _on_sigterm(signum, frame):
+    try:
+        _finish_all("sigterm", timeout=60)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+if _out_dir() and not _in_worker():
+    atexit.register(_atexit)
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):
+            pass

@@ -1,0 +1,53 @@
+"""`iodiag run --collector embedded`: the job holds traces/ and loads through the embedded reader."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+from iodiag.analyzers.job import load_job_record
+from iodiag.errors import IodiagError
+from iodiag.jobs.store import find_job
+
+SCRIPT = r'''
+import os, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+for i in range(50):
+    with open(os.path.join(out, f"f{i}"), "wb") as fh:
+        fh.write(b"z" * 1000)
+for i in range(50):
+    os.stat(os.path.join(out, f"f{i}"))
+# iodiag's own bookkeeping in the job folder (as the Dask capture and workload records do)
+for i in range(12):
+    with open(os.path.join(os.environ["IODIAG_JOB_DIR"], "own-record.json"), "a") as fh:
+        fh.write("{}\n")
+sys.exit(3)
+'''
+
+
+def test_embedded_collector_job_is_recorded_and_loads(tmp_path):
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except (ImportError, IodiagError) as exc:
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+    script = tmp_path / "w.py"
+    script.write_text(SCRIPT)
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    run = run_cli("run", "--collector", "embedded", str(script), str(tmp_path / "out"), env=home)
+    assert run.returncode == 3, run.stderr.decode()[-2000:]
+    rec = find_job("last", root=tmp_path / "store")
+    assert rec.data["collector"] == "embedded" and rec.data["versions"]["embedded"] == embedded.version()
+    assert rec.data["status"] == "complete" and rec.data["exit_code"] == 3
+    assert any(t.endswith(".iot") for t in rec.data["artefacts"]["traces"])
+    prof = load_job_record(rec)
+    assert prof.job.collector == "embedded" and prof.job.job_id == rec.id
+    assert rec.data["pid"] in prof.processes["pid"].tolist()
+    files = [p for p in prof.files["path"].tolist() if "/out/f" in p]
+    assert len(files) == 50
+    # the job folder is excluded like Darshan's NAME_EXCLUDE: iodiag's own files are not the workload's I/O
+    assert not [p for p in prof.files["path"].tolist() if p.startswith(str(rec.folder))]
+    assert (rec.folder / "own-record.json").read_text().count("{}") == 12
+    assert prof.job.metadata["exit_code"] == "3"

@@ -62,3 +62,16 @@ def test_abandoned_request_does_not_leak_into_the_next(corpus):
         assert out[0].data["header"]["nprocs"] == 4
     finally:
         srv.close()
+
+
+def test_a_server_that_cannot_start_falls_back_to_forking(corpus, monkeypatch):
+    import iodiag.analyzers.readers.isolate as iso
+
+    paths = _logs(corpus)
+    forked = [_key(r) for r in read_logs(paths, MODULES, timeout_s=60)]
+    monkeypatch.setattr(iso, "_SERVE", "import sys; sys.exit(3)\n")  # an interpreter that dies at once
+    srv = ReaderServer()
+    try:
+        assert [_key(r) for r in srv.read(paths, MODULES, names=True, timeout_s=60)] == forked
+    finally:
+        srv.close()

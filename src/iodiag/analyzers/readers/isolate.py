@@ -365,7 +365,8 @@ class ReaderServer:
         start = 0
         while start < len(paths):
             batch = paths[start:]
-            if self.proc is None:
+            fresh = self.proc is None
+            if fresh:
                 self._start()
             payload = pickle.dumps((batch, modules, names), protocol=pickle.HIGHEST_PROTOCOL)
             try:
@@ -395,6 +396,11 @@ class ReaderServer:
                 if msg is None:  # the server died on this log
                     self._busy = False
                     status = self._kill()
+                    if fresh and current is None and next_index == 0:
+                        # a new server that died before its first log cannot start at all (e.g. the
+                        # package is not importable from a fresh interpreter): read by forking instead
+                        yield from read_logs(batch, modules, names=names, timeout_s=timeout_s, progress=progress)
+                        return
                     lost = current if current is not None else next_index
                     if lost >= len(batch):  # after its last log: nothing lost
                         yield from self._flush(last, progress)
@@ -408,6 +414,7 @@ class ReaderServer:
                     start += lost + 1
                     break
                 kind = msg[0]
+                fresh = False
                 if kind == "start":
                     current = msg[1]
                 elif kind in ("ok", "err"):

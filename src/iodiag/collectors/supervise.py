@@ -193,6 +193,16 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _take_terminal() -> None:
+    """Make the calling process's group the terminal's foreground group (SIGTTOU ignored meanwhile)."""
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(0, os.getpgrp())
+    except OSError:
+        pass
+    signal.signal(signal.SIGTTOU, old)
+
+
 def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
                    watch_folder: Path | None = None, tick_s: float = 1.0, grace_s: float = 10.0) -> RunOutcome:
     """Run ``argv`` with ``env``; return when it (and its process group, up to ``grace_s``) has ended."""
@@ -205,12 +215,7 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
     def _child_setup() -> None:  # runs in the child between fork and exec
         os.setpgid(0, 0)
         if interactive:
-            old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-            try:
-                os.tcsetpgrp(0, os.getpgrp())
-            except OSError:
-                pass
-            signal.signal(signal.SIGTTOU, old)
+            _take_terminal()
 
     start = time.time()
     try:
@@ -264,12 +269,7 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
             lingering = [p for p in descendants(os.getpid()) if p != os.getpid()]
     finally:
         if interactive:
-            old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-            try:
-                os.tcsetpgrp(0, os.getpgrp())
-            except OSError:
-                pass
-            signal.signal(signal.SIGTTOU, old)
+            _take_terminal()
         for sig, handler in previous.items():
             try:
                 signal.signal(sig, handler)

@@ -131,17 +131,14 @@ def _run(script: Path, args: list[str], env: dict[str, str]) -> tuple[float, flo
 
 
 def find_darshan() -> Path | None:
-    """A Darshan runtime for the comparison arm: $IODIAG_DARSHAN_LIB, darshan-config on PATH, or usual prefixes."""
-    cands = []
-    if os.environ.get("IODIAG_DARSHAN_LIB"):
-        cands.append(Path(os.environ["IODIAG_DARSHAN_LIB"]))
-    cfg = shutil.which("darshan-config")
-    if cfg:
-        out = subprocess.run([cfg, "--libdir"], capture_output=True, text=True).stdout.strip()
-        if out:
-            cands.append(Path(out) / "libdarshan.so")
-    cands += [Path(p) / "lib" / "libdarshan.so" for p in ("/opt/darshan-runtime", "/usr/local", "/opt/darshan")]
-    return next((c for c in cands if c.is_file()), None)
+    """A Darshan runtime for the comparison arm, found the way `iodiag run` finds it."""
+    from iodiag.collectors.darshan import find_runtime
+    from iodiag.errors import CollectorError
+
+    try:
+        return find_runtime().lib
+    except CollectorError:
+        return None
 
 
 def darshan_env(lib: Path, logdir: Path) -> dict[str, str]:

@@ -10,7 +10,6 @@ usual install prefixes; skipped with the reason otherwise.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -25,22 +24,20 @@ from iodiag.collectors import embedded
 
 
 def _darshan_lib() -> Path | None:
-    cands = []
-    if os.environ.get("IODIAG_DARSHAN_LIB"):
-        cands.append(Path(os.environ["IODIAG_DARSHAN_LIB"]))
-    cfg = shutil.which("darshan-config")
-    if cfg:
-        libdir = subprocess.run([cfg, "--libdir"], capture_output=True, text=True).stdout.strip()
-        if libdir:
-            cands.append(Path(libdir) / "libdarshan.so")
-    cands += [Path(p) / "lib" / "libdarshan.so" for p in ("/opt/darshan-runtime", "/usr/local", "/opt/darshan")]
-    return next((c for c in cands if c.is_file()), None)
+    """The runtime the way `iodiag run` finds it (flag-less: env, darshan-config, module variables, prefixes)."""
+    from iodiag.collectors.darshan import find_runtime
+    from iodiag.errors import CollectorError
+
+    try:
+        return find_runtime().lib
+    except CollectorError:
+        return None
 
 
 LIB = _darshan_lib()
 pytestmark = [
     pytest.mark.darshan_runtime,
-    pytest.mark.skipif(LIB is None, reason="no Darshan runtime (set IODIAG_DARSHAN_LIB or put darshan-config on PATH)"),
+    pytest.mark.skipif(LIB is None, reason="no Darshan runtime found the way iodiag run finds one (set IODIAG_DARSHAN_LIB or put darshan-config on PATH)"),
 ]
 
 WORKLOAD = r"""
@@ -79,9 +76,8 @@ def _row(profile, module: str, path: str) -> dict:
     return {c: r[c][0].item() for c in r.columns if c.startswith(module)}
 
 
-def test_counters_match_darshan(tmp_path):
-    script = tmp_path / "w.py"
-    script.write_text(textwrap.dedent(WORKLOAD))
+def _run_both(script: Path, tmp_path: Path) -> None:
+    """The same script under the embedded collector (into e/, traces/) and under Darshan+DXT (into d/, logs/)."""
     base = dict(os.environ)
     base.pop("PYTHONPATH", None)
     env = dict(base, **embedded.prepare(tmp_path / "traces"))
@@ -90,6 +86,12 @@ def test_counters_match_darshan(tmp_path):
     env = dict(base, LD_PRELOAD=str(LIB), DARSHAN_ENABLE_NONMPI="1", DXT_ENABLE_IO_TRACE="1",
                DARSHAN_LOGFILE=str(tmp_path / "logs" / "run.darshan"))
     subprocess.run([sys.executable, str(script), str(tmp_path / "d")], env=env, check=True)
+
+
+def test_counters_match_darshan(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text(textwrap.dedent(WORKLOAD))
+    _run_both(script, tmp_path)
 
     emb = load_traces(tmp_path / "traces", job_id="emb")
     dar = load_job([str(p) for p in (tmp_path / "logs").iterdir()])
@@ -149,14 +151,7 @@ def test_same_findings_under_both_collectors(tmp_path):
 
     script = tmp_path / "w.py"
     script.write_text(textwrap.dedent(SMALL_AND_META))
-    base = dict(os.environ)
-    base.pop("PYTHONPATH", None)
-    env = dict(base, **embedded.prepare(tmp_path / "traces"))
-    subprocess.run([sys.executable, str(script), str(tmp_path / "e")], env=env, check=True)
-    (tmp_path / "logs").mkdir()
-    env = dict(base, LD_PRELOAD=str(LIB), DARSHAN_ENABLE_NONMPI="1", DXT_ENABLE_IO_TRACE="1",
-               DARSHAN_LOGFILE=str(tmp_path / "logs" / "run.darshan"))
-    subprocess.run([sys.executable, str(script), str(tmp_path / "d")], env=env, check=True)
+    _run_both(script, tmp_path)
     emb = {f.id for f in diagnose(load_traces(tmp_path / "traces", job_id="e"))}
     dar = {f.id for f in diagnose(load_job([str(p) for p in (tmp_path / "logs").iterdir()]))}
     assert {"small-io", "metadata-storm", "many-small-files"} <= emb

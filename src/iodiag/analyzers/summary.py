@@ -1,7 +1,7 @@
 """Job-level numbers every report shows: volumes, per-module totals, top files, process spread.
 
-Pure functions over the JobProfile's counters (and the ops table when a
-collector gives ops but no counters).  MPI-IO bytes are layered on POSIX, so
+Pure functions over the JobProfile's counters (every collector fills them:
+the embedded collector derives them from its operations).  MPI-IO bytes are layered on POSIX, so
 job volumes add POSIX, STDIO and the object-store modules (DFS, DAOS) but not
 MPI-IO; MPI-IO totals stay visible per module.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..profile import OP, JobProfile, Table
+from ..profile import JobProfile, Table
 
 # module -> (prefix used in its counter names)
 PREFIX = {"POSIX": "POSIX", "STDIO": "STDIO", "MPI-IO": "MPIIO", "DFS": "DFS", "DAOS": "DAOS"}
@@ -116,17 +116,6 @@ def volumes(profile: JobProfile) -> dict[str, int]:
         "fsyncs": _sum(posix, "POSIX_FSYNCS") + _sum(posix, "POSIX_FDSYNCS"),
         "files": len(ids),
     }
-    ops = profile.ops
-    if not ids and len(ops):  # a collector that gives ops only
-        op = ops["op"]
-        out.update(
-            bytes_read=int(ops["length"][op == OP["read"]].sum()),
-            bytes_written=int(ops["length"][op == OP["write"]].sum()),
-            reads=int((op == OP["read"]).sum()), writes=int((op == OP["write"]).sum()),
-            opens=int((op == OP["open"]).sum()), stats=int((op == OP["stat"]).sum()),
-            seeks=int((op == OP["seek"]).sum()), fsyncs=int((op == OP["fsync"]).sum()),
-            files=int(len(np.unique(ops["file_id"]))),
-        )
     return out
 
 

@@ -10,7 +10,7 @@ import typer
 
 from ..errors import AmbiguousInput, InputNotFound
 from .app import app
-from .common import fail, run_guarded
+from .common import atomic_write, fail, run_guarded
 
 
 def build_profile_for(target: str, *, log_tree: str | None, pick: str | None, take_all: bool, config, progress: bool):
@@ -124,7 +124,7 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, mute, 
         report = obfuscate_report(report)
     text = render_json(report)
     if json_file:
-        _write(json_file, text + "\n")
+        atomic_write(json_file, text + "\n")
     if html:
         from .common import write_html
 
@@ -137,9 +137,3 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, mute, 
 
     use_color = sys.stdout.isatty() if color is None else color
     sys.stdout.write(render_terminal(report, color=use_color))
-
-
-def _write(path: Path, text: str) -> None:
-    from .common import atomic_write
-
-    atomic_write(path, text)

@@ -245,16 +245,38 @@ def read_logs(
 # touches afterwards is copied: measured at ~275 page faults per log and
 # about twice the CPU of the same reads forked from a small process.
 # ``ReaderServer`` is instead a fresh interpreter (exec, not fork: it shares
-# no pages with its parent) that imports only the reader and decodes the
-# logs of every request it gets over a pipe until its parent goes away.  A
-# crash or hang still costs only the log it was on: the server is replaced
-# and the rest of the request goes to the new one.
+# no pages with its parent) that decodes the logs of every request it gets
+# over a pipe until its parent goes away.
+#
+# A request is a list of *jobs* (some logs each) and optionally a function,
+# named by a dotted path ("package.module:function"), that the server applies
+# to each job's LogResults as soon as they are read: ``fn(spec, results,
+# *args)``.  Only its (small) return value crosses the pipe, not the decoded
+# arrays: a caller that needs a few numbers per job pays neither the pickling
+# nor the copy of every log.  Without a function the LogResults themselves
+# are sent (``read``).  The server imports the function's module itself, so
+# this module depends on nothing of its callers.
+#
+# Failures cost what they hit.  A crash or hang of darshan-util costs the log
+# it was on: that log becomes a ``crashed`` / ``timeout`` LogResult, a fresh
+# server reads the job again with that result filled in, and carries on with
+# the rest.  An exception raised by the function costs its job (an error
+# outcome for that job); so does a crash or hang while the function runs.
 
 _SERVE = (
     "import sys\n"
     "from iodiag.analyzers.readers.isolate import _serve\n"
     "_serve(int(sys.argv[1]))\n"
 )
+
+
+@dataclass
+class JobOutcome:
+    """What the server gave for one job: the function's value, or why there is none."""
+
+    spec: Any
+    value: Any = None
+    error: str | None = None  # the function raised, or the reader died or hung while it ran
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
@@ -268,9 +290,46 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def resolve(fn_path: str) -> Callable[..., Any]:
+    """'package.module:function' -> the function."""
+    import importlib
+
+    mod, _, name = fn_path.partition(":")
+    return getattr(importlib.import_module(mod), name)
+
+
+def _read_one(path: str, modules: tuple[str, ...], names: bool) -> LogResult:
+    try:
+        return LogResult(path, data=read_log(path, modules, names=names))
+    except LogReadError as exc:
+        return LogResult(path, error_kind="unreadable", error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - anything inside the reader becomes a per-log error
+        return LogResult(path, error_kind="unreadable", error=f"{type(exc).__name__}: {exc}")
+
+
+def _apply(fn: Callable[..., Any] | None, spec: Any, results: list[LogResult], args: tuple) -> tuple[bool, Any]:
+    if fn is None:
+        return True, results
+    try:
+        return True, fn(spec, results, *args)
+    except Exception as exc:  # noqa: BLE001 - one job's failure is that job's error
+        return False, f"{type(exc).__name__}: {exc}"
+
+
 def _serve(wfd: int) -> None:
-    """Body of the reader server: requests on stdin, results on ``wfd`` (the _child protocol)."""
+    """Body of the reader server: requests on stdin, messages on ``wfd``.
+
+    Request: ``(fn_path or None, args, modules, names, jobs)``, jobs a list of
+    ``(spec, paths, prefailed)`` (prefailed: index -> LogResult of a log not to
+    read again).  Messages: ``("start", j, i)`` before reading log i of job j,
+    ``("apply", j)`` before running the function on job j, ``("job", j, value)``
+    or ``("fail", j, cause)`` after it, ``("done",)`` after the request, or
+    ``("unavailable", cause)`` when the function cannot be imported here.
+    """
     _child_setup()
+    import gc
+
+    fns: dict[str, Callable[..., Any]] = {}
     while True:
         head = _read_exact(0, _HDR.size)
         if head is None:  # the parent closed the pipe (or died): nothing more to do
@@ -279,20 +338,66 @@ def _serve(wfd: int) -> None:
         payload = _read_exact(0, n)
         if payload is None:
             return
-        paths, modules, names = pickle.loads(payload)
-        for i, path in enumerate(paths):
-            _send(wfd, ("start", i))
+        fn_path, args, modules, names, jobs = pickle.loads(payload)
+        fn = None
+        if fn_path is not None:
+            fn = fns.get(fn_path)
+            if fn is None:
+                try:
+                    fn = fns[fn_path] = resolve(fn_path)
+                except Exception as exc:  # noqa: BLE001 - the parent runs the jobs itself
+                    _send(wfd, ("unavailable", f"{type(exc).__name__}: {exc}"))
+                    continue
+                # what the imports built lives as long as the server: keep it out of every collection
+                gc.collect()
+                gc.freeze()
+        for j, (spec, paths, prefailed) in enumerate(jobs):
+            results = []
+            for i, path in enumerate(paths):
+                r = prefailed.get(i)
+                if r is None:
+                    _send(wfd, ("start", j, i))
+                    r = _read_one(path, modules, names)
+                results.append(r)
+            if fn is not None:
+                _send(wfd, ("apply", j))
+            ok, value = _apply(fn, spec, results, args)
+            del results
             try:
-                _send(wfd, ("ok", i, read_log(path, modules, names=names)))
-            except LogReadError as exc:
-                _send(wfd, ("err", i, str(exc)))
-            except Exception as exc:  # noqa: BLE001 - anything inside the reader becomes a per-log error
-                _send(wfd, ("err", i, f"{type(exc).__name__}: {exc}"))
+                _send(wfd, ("job", j, value) if ok else ("fail", j, value))
+            except Exception as exc:  # noqa: BLE001 - e.g. a value that cannot be pickled
+                _send(wfd, ("fail", j, f"the result could not be sent back: {type(exc).__name__}: {exc}"))
         _send(wfd, ("done",))
 
 
+def _run_local(jobs: list[tuple[Any, list[str], dict[int, LogResult]]], fn_path: str | None, args: tuple,
+               modules: tuple[str, ...], names: bool, timeout_s: float, isolate: bool,
+               progress: Callable[[int], None] | None) -> Iterator[JobOutcome]:
+    """The same outcomes computed in this process (reads forked unless isolate is False)."""
+    fn = resolve(fn_path) if fn_path is not None else None
+    todo = [p for _, paths, pre in jobs for i, p in enumerate(paths) if i not in pre]
+    stream = read_logs(todo, modules, names=names, timeout_s=timeout_s, isolate=isolate)
+    try:
+        for spec, paths, pre in jobs:
+            results = [pre[i] if i in pre else next(stream) for i in range(len(paths))]
+            ok, value = _apply(fn, spec, results, args)
+            del results
+            yield JobOutcome(spec, value=value) if ok else JobOutcome(spec, error=value)
+            if progress:
+                progress(len(paths))
+    finally:
+        stream.close()
+
+
+def _lost_cause(kind: str, status: int | None, timeout_s: float) -> str:
+    if kind == "timeout":
+        return f"decoding did not finish within {timeout_s:.0f} s; the log is probably damaged"
+    code = (-status) if status < 0 else (status << 8)  # Popen reports a signal as a negative return code
+    return _describe_status(code)
+
+
 class ReaderServer:
-    """A reader process started once and fed many batches (see the note above)."""
+    """A reader process started once and fed many requests (see the note above)."""
 
     def __init__(self) -> None:
         self.proc = None
@@ -350,8 +455,24 @@ class ReaderServer:
     def read(self, paths: list[str], modules: tuple[str, ...], *, names: bool, timeout_s: float,
              progress: Callable[[int], None] | None = None) -> Iterator[LogResult]:
         """Yield one LogResult per path, in order; never raises for a bad log."""
+        for out in self.run([(p, [p]) for p in paths], None, modules=modules, names=names, timeout_s=timeout_s,
+                            progress=progress):
+            if out.error is not None:  # e.g. a result too large to pickle
+                yield LogResult(out.spec, error_kind="unreadable", error=out.error)
+            else:
+                yield from out.value
+
+    def run(self, jobs: Iterable[tuple[Any, list[str]]], fn: str | None, args: tuple = (), *,
+            modules: tuple[str, ...], names: bool, timeout_s: float,
+            progress: Callable[[int], None] | None = None) -> Iterator[JobOutcome]:
+        """One JobOutcome per ``(spec, paths)`` job, in order; never raises for a bad log or job.
+
+        ``fn``: "package.module:function" applied in the server as ``fn(spec, results, *args)``;
+        None sends the LogResults back.  ``progress(n)`` gets the number of logs of each finished job.
+        """
+        work = [(spec, [os.fspath(p) for p in paths], {}) for spec, paths in jobs]
         try:
-            yield from self._read(paths, modules, names=names, timeout_s=timeout_s, progress=progress)
+            yield from self._run(work, fn, tuple(args), tuple(modules), names, timeout_s, progress)
         except GeneratorExit:
             # abandoned mid-request: the server may still be sending; a fresh one serves the next request
             if self.proc is not None and self._busy:
@@ -361,83 +482,88 @@ class ReaderServer:
 
     _busy = False
 
-    def _read(self, paths, modules, *, names, timeout_s, progress):
+    def _run(self, jobs, fn, args, modules, names, timeout_s, progress):
         start = 0
-        while start < len(paths):
-            batch = paths[start:]
+        while start < len(jobs):
+            batch = jobs[start:]
             fresh = self.proc is None
             if fresh:
                 self._start()
-            payload = pickle.dumps((batch, modules, names), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps((fn, args, modules, names, batch), protocol=pickle.HIGHEST_PROTOCOL)
             try:
                 self.proc.stdin.write(_HDR.pack(len(payload)) + payload)
                 self.proc.stdin.flush()
             except OSError:  # the server died between requests: start another
                 self._kill()
                 continue
-            current, next_index, last = None, 0, None
+            log = None  # (j, i): reading log i of job j; (j, None): applying fn to job j; None: between jobs
+            nj = 0  # jobs answered
+            heard = False
+            last = None
             self._busy = True
             while True:
                 try:
                     msg = self.reader.recv(time.monotonic() + timeout_s)
+                    lost = None if msg is not None else "crashed"
                 except TimeoutError:
-                    self._busy = False
-                    self._kill()
-                    if current is None and last is not None:  # every log was read; only "done" is missing
-                        yield from self._flush(last, progress)
-                        start = len(paths)
-                        break
-                    i = current if current is not None else next_index
-                    yield LogResult(batch[i], error_kind="timeout", error=f"decoding did not finish within {timeout_s:.0f} s; the log is probably damaged")
-                    if progress:
-                        progress(1)
-                    start += i + 1
-                    break
-                if msg is None:  # the server died on this log
+                    msg, lost = None, "timeout"
+                if lost is not None:
                     self._busy = False
                     status = self._kill()
-                    if fresh and current is None and next_index == 0:
-                        # a new server that died before its first log cannot start at all (e.g. the
-                        # package is not importable from a fresh interpreter): read by forking instead
-                        yield from read_logs(batch, modules, names=names, timeout_s=timeout_s, progress=progress)
+                    if fresh and not heard:
+                        # a new server that died before saying anything cannot start at all (e.g. the
+                        # package is not importable from a fresh interpreter): work in this process instead
+                        yield from _run_local(batch, fn, args, modules, names, timeout_s, True, progress)
                         return
-                    lost = current if current is not None else next_index
-                    if lost >= len(batch):  # after its last log: nothing lost
-                        yield from self._flush(last, progress)
-                        start = len(paths)
+                    yield from self._flush(last, progress)
+                    if log is None:  # between jobs: nothing was lost; a fresh server takes the rest
+                        start += nj
                         break
-                    # Popen reports a signal as a negative return code
-                    code = (-status) if status < 0 else (status << 8)
-                    yield LogResult(batch[lost], error_kind="crashed", error=_describe_status(code))
-                    if progress:
-                        progress(1)
-                    start += lost + 1
+                    j, i = log
+                    spec, paths, pre = batch[j]
+                    cause = _lost_cause(lost, status, timeout_s)
+                    if i is not None:  # that log is lost; the job is read again with it filled in
+                        pre[i] = LogResult(paths[i], error_kind=lost, error=cause)
+                        start += j
+                    else:
+                        what = "hung" if lost == "timeout" else "died"
+                        yield JobOutcome(spec, error=f"the reader process {what} while processing this job: {cause}")
+                        if progress:
+                            progress(len(paths))
+                        start += j + 1
                     break
+                heard = True
                 kind = msg[0]
-                fresh = False
                 if kind == "start":
-                    current = msg[1]
-                elif kind in ("ok", "err"):
-                    res = LogResult(batch[msg[1]], data=msg[2]) if kind == "ok" else LogResult(batch[msg[1]], error_kind="unreadable", error=msg[2])
-                    current, next_index = None, msg[1] + 1
-                    if next_index == len(batch):
-                        last = res  # handed out after "done", so that the server is idle when the caller stops
-                        continue
-                    yield res
-                    if progress:
-                        progress(1)
+                    log = (msg[1], msg[2])
+                elif kind == "apply":
+                    log = (msg[1], None)
+                elif kind in ("job", "fail"):
+                    spec, paths, _ = batch[msg[1]]
+                    out = JobOutcome(spec, value=msg[2]) if kind == "job" else JobOutcome(spec, error=msg[2])
+                    log, nj = None, msg[1] + 1
+                    if nj < len(batch):
+                        yield out
+                        if progress:
+                            progress(len(paths))
+                    else:  # the last outcome is handed out after "done", so that the server is idle when the caller stops
+                        last = (out, len(paths))
                 elif kind == "done":
                     self._busy = False
                     yield from self._flush(last, progress)
-                    start = len(paths)
+                    start = len(jobs)
                     break
+                elif kind == "unavailable":  # the server cannot import fn: work in this process instead
+                    self._busy = False
+                    yield from _run_local(batch, fn, args, modules, names, timeout_s, True, progress)
+                    return
 
     @staticmethod
-    def _flush(last: LogResult | None, progress) -> Iterator[LogResult]:
+    def _flush(last, progress) -> Iterator[JobOutcome]:
         if last is not None:
-            yield last
+            yield last[0]
             if progress:
-                progress(1)
+                progress(last[1])
 
 
 _SERVERS: dict[tuple[int, int], ReaderServer] = {}
@@ -448,6 +574,19 @@ def close_reader_servers() -> None:
     for srv in list(_SERVERS.values()):
         srv.close()
     _SERVERS.clear()
+
+
+def _server() -> ReaderServer:
+    import atexit
+    import threading
+
+    key = (os.getpid(), threading.get_ident())
+    srv = _SERVERS.get(key)
+    if srv is None:
+        if not _SERVERS:
+            atexit.register(close_reader_servers)
+        srv = _SERVERS[key] = ReaderServer()
+    return srv
 
 
 def read_logs_served(
@@ -463,13 +602,27 @@ def read_logs_served(
     if not isolate:
         yield from read_logs(paths, modules, names=names, timeout_s=timeout_s, isolate=False, progress=progress)
         return
-    import atexit
-    import threading
+    yield from _server().read([os.fspath(p) for p in paths], tuple(modules), names=names, timeout_s=timeout_s, progress=progress)
 
-    key = (os.getpid(), threading.get_ident())
-    srv = _SERVERS.get(key)
-    if srv is None:
-        if not _SERVERS:
-            atexit.register(close_reader_servers)
-        srv = _SERVERS[key] = ReaderServer()
-    yield from srv.read([os.fspath(p) for p in paths], tuple(modules), names=names, timeout_s=timeout_s, progress=progress)
+
+def run_jobs_served(
+    jobs: Iterable[tuple[Any, list[str]]],
+    fn: str,
+    args: tuple = (),
+    *,
+    modules: Iterable[str] = ALL_MODULES,
+    names: bool = True,
+    timeout_s: float = 120.0,
+    isolate: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[JobOutcome]:
+    """``fn(spec, results, *args)`` for every ``(spec, paths)`` job, in this thread's ReaderServer.
+
+    ``fn`` ("package.module:function") runs where the logs are read, so only its return value
+    crosses a pipe.  ``isolate=False`` reads and runs everything in this process.
+    """
+    if not isolate:
+        work = [(spec, [os.fspath(p) for p in paths], {}) for spec, paths in jobs]
+        yield from _run_local(work, fn, tuple(args), tuple(modules), names, timeout_s, False, progress)
+        return
+    yield from _server().run(jobs, fn, args, modules=tuple(modules), names=names, timeout_s=timeout_s, progress=progress)

@@ -140,8 +140,9 @@ def ingest_archive(
 
     ``client``: an existing ``distributed.Client``; else ``scheduler`` (address
     of a running scheduler, e.g. one started by dask-jobqueue); else a local
-    cluster of ``workers`` processes (one thread each).  ``workers=0`` reads
-    in this process, without Dask.
+    cluster of ``workers`` processes (one thread each).  ``workers=0`` works
+    in this process, without Dask (logs are still decoded in a reader process;
+    building and diagnosing happen here, where Dask workers leave it to the reader).
     """
     cfg = config or Config()
     archive = os.fspath(archive)
@@ -192,7 +193,8 @@ def ingest_archive(
     elif client is None and scheduler is None and workers == 0:
         summary.workers = 0
         for batch in make_batches(1):
-            res = process_units(batch, config=cfg, run=store.run)
+            # no other process does the diagnosis: debuggers, profilers and patched detectors see it
+            res = process_units(batch, config=cfg, run=store.run, in_reader=False)
             summary.tasks += 1
             summary.logs_read += res["n_logs"]
             sink.add(res)

@@ -266,8 +266,14 @@ def read_logs(
 _SERVE = (
     "import sys\n"
     "from iodiag.analyzers.readers.isolate import _serve\n"
-    "_serve(int(sys.argv[1]))\n"
+    "_serve(int(sys.argv[1]), int(sys.argv[2]))\n"
 )
+
+# Where the server is, in a small block of memory it shares with its parent:
+# (sequence number, job, log) - log -1 while the function runs on the job.
+# Written before each step (a few hundred ns), read by the parent only when
+# the server died or seems hung, so no message per log crosses the pipe.
+_POS = struct.Struct("<qqq")
 
 
 @dataclass
@@ -316,19 +322,23 @@ def _apply(fn: Callable[..., Any] | None, spec: Any, results: list[LogResult], a
         return False, f"{type(exc).__name__}: {exc}"
 
 
-def _serve(wfd: int) -> None:
-    """Body of the reader server: requests on stdin, messages on ``wfd``.
+def _serve(wfd: int, posfd: int) -> None:
+    """Body of the reader server: requests on stdin, messages on ``wfd``, position in ``posfd``.
 
     Request: ``(fn_path or None, args, modules, names, jobs)``, jobs a list of
     ``(spec, paths, prefailed)`` (prefailed: index -> LogResult of a log not to
-    read again).  Messages: ``("start", j, i)`` before reading log i of job j,
-    ``("apply", j)`` before running the function on job j, ``("job", j, value)``
-    or ``("fail", j, cause)`` after it, ``("done",)`` after the request, or
-    ``("unavailable", cause)`` when the function cannot be imported here.
+    read again).  Messages: ``("job", j, value)`` or ``("fail", j, cause)`` per
+    job, ``("done",)`` after the request, or ``("unavailable", cause)`` when
+    the function cannot be imported here.  Before reading log i of job j the
+    server writes (seq, j, i) to the shared block, and (seq, j, -1) before
+    running the function on job j.
     """
     _child_setup()
     import gc
+    import mmap
 
+    pos = mmap.mmap(posfd, _POS.size)
+    seq = 0
     fns: dict[str, Callable[..., Any]] = {}
     while True:
         head = _read_exact(0, _HDR.size)
@@ -356,11 +366,13 @@ def _serve(wfd: int) -> None:
             for i, path in enumerate(paths):
                 r = prefailed.get(i)
                 if r is None:
-                    _send(wfd, ("start", j, i))
+                    seq += 1
+                    _POS.pack_into(pos, 0, seq, j, i)
                     r = _read_one(path, modules, names)
                 results.append(r)
             if fn is not None:
-                _send(wfd, ("apply", j))
+                seq += 1
+                _POS.pack_into(pos, 0, seq, j, -1)
             ok, value = _apply(fn, spec, results, args)
             del results
             try:
@@ -396,6 +408,19 @@ def _lost_cause(kind: str, status: int | None, timeout_s: float) -> str:
     return _describe_status(code)
 
 
+def _shared_fd(size: int) -> int:
+    """A file descriptor of ``size`` zero bytes that a child can map (memfd on Linux, else an unlinked file)."""
+    try:
+        fd = os.memfd_create("iodiag-reader-pos", 0)
+    except (AttributeError, OSError):
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="iodiag-reader-")
+        os.unlink(name)
+    os.ftruncate(fd, size)
+    return fd
+
+
 class ReaderServer:
     """A reader process started once and fed many requests (see the note above)."""
 
@@ -403,12 +428,17 @@ class ReaderServer:
         self.proc = None
         self.rfd: int | None = None
         self.reader: _Reader | None = None
+        self.pos = None  # the shared position block (mmap)
 
     def _start(self) -> None:
         import subprocess
         import sys
 
+        import mmap
+
         rfd, wfd = os.pipe()
+        posfd = _shared_fd(_POS.size)
+        self.pos = mmap.mmap(posfd, _POS.size)
         env = dict(os.environ)
         # Dask's nanny sets this for its workers (so that freed memory goes back to the OS); it also
         # turns off glibc's adaptive mmap threshold, and a reader then maps and unmaps every large
@@ -418,16 +448,20 @@ class ReaderServer:
         env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _SERVE, str(wfd)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, pass_fds=(wfd,), env=env, close_fds=True,
+                [sys.executable, "-c", _SERVE, str(wfd), str(posfd)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, pass_fds=(wfd, posfd), env=env, close_fds=True,
             )
         finally:
             os.close(wfd)
+            os.close(posfd)
         self.rfd = rfd
         self.reader = _Reader(rfd)
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
+        if self.pos is not None:
+            self.pos.close()
+            self.pos = None
         if self.rfd is not None:
             os.close(self.rfd)
             self.rfd, self.reader = None, None
@@ -443,14 +477,27 @@ class ReaderServer:
                 proc.wait()
 
     def _kill(self) -> int:
+        status = self._kill_keep_pos()
+        self._drop_pos()
+        return status
+
+    def _kill_keep_pos(self) -> int:
+        """Kill and reap the server; its position block stays readable until _drop_pos."""
         proc = self.proc
         try:
             proc.kill()
         except OSError:
             pass
         status = proc.wait()
+        pos, self.pos = self.pos, None
         self.close()
+        self.pos = pos
         return status
+
+    def _drop_pos(self) -> None:
+        if self.pos is not None:
+            self.pos.close()
+            self.pos = None
 
     def read(self, paths: list[str], modules: tuple[str, ...], *, names: bool, timeout_s: float,
              progress: Callable[[int], None] | None = None) -> Iterator[LogResult]:
@@ -490,39 +537,47 @@ class ReaderServer:
             if fresh:
                 self._start()
             payload = pickle.dumps((fn, args, modules, names, batch), protocol=pickle.HIGHEST_PROTOCOL)
+            _POS.pack_into(self.pos, 0, 0, -1, -1)  # the server writes here only once it has the request
             try:
                 self.proc.stdin.write(_HDR.pack(len(payload)) + payload)
                 self.proc.stdin.flush()
             except OSError:  # the server died between requests: start another
                 self._kill()
                 continue
-            log = None  # (j, i): reading log i of job j; (j, None): applying fn to job j; None: between jobs
             nj = 0  # jobs answered
             heard = False
             last = None
+            seen = 0  # the server's sequence number when we last looked
             self._busy = True
+            deadline = time.monotonic() + timeout_s
             while True:
                 try:
-                    msg = self.reader.recv(time.monotonic() + timeout_s)
+                    msg = self.reader.recv(deadline)
                     lost = None if msg is not None else "crashed"
                 except TimeoutError:
+                    seq = _POS.unpack_from(self.pos)[0]
+                    if seq != seen:  # a new log or job since we last looked: it gets its own timeout_s
+                        seen = seq
+                        deadline = time.monotonic() + timeout_s
+                        continue
                     msg, lost = None, "timeout"
                 if lost is not None:
                     self._busy = False
-                    status = self._kill()
-                    if fresh and not heard:
-                        # a new server that died before saying anything cannot start at all (e.g. the
+                    status = self._kill_keep_pos()
+                    seq, j, i = _POS.unpack_from(self.pos)
+                    self._drop_pos()
+                    if fresh and not heard and seq == 0:
+                        # a new server that died before doing anything cannot start at all (e.g. the
                         # package is not importable from a fresh interpreter): work in this process instead
                         yield from _run_local(batch, fn, args, modules, names, timeout_s, True, progress)
                         return
                     yield from self._flush(last, progress)
-                    if log is None:  # between jobs: nothing was lost; a fresh server takes the rest
+                    if seq == 0 or j < nj:  # between jobs: nothing was lost; a fresh server takes the rest
                         start += nj
                         break
-                    j, i = log
                     spec, paths, pre = batch[j]
                     cause = _lost_cause(lost, status, timeout_s)
-                    if i is not None:  # that log is lost; the job is read again with it filled in
+                    if i >= 0:  # that log is lost; the job is read again with it filled in
                         pre[i] = LogResult(paths[i], error_kind=lost, error=cause)
                         start += j
                     else:
@@ -533,15 +588,12 @@ class ReaderServer:
                         start += j + 1
                     break
                 heard = True
+                deadline = time.monotonic() + timeout_s
                 kind = msg[0]
-                if kind == "start":
-                    log = (msg[1], msg[2])
-                elif kind == "apply":
-                    log = (msg[1], None)
-                elif kind in ("job", "fail"):
+                if kind in ("job", "fail"):
                     spec, paths, _ = batch[msg[1]]
                     out = JobOutcome(spec, value=msg[2]) if kind == "job" else JobOutcome(spec, error=msg[2])
-                    log, nj = None, msg[1] + 1
+                    nj = msg[1] + 1
                     if nj < len(batch):
                         yield out
                         if progress:
@@ -614,15 +666,26 @@ def run_jobs_served(
     names: bool = True,
     timeout_s: float = 120.0,
     isolate: bool = True,
+    in_reader: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[JobOutcome]:
     """``fn(spec, results, *args)`` for every ``(spec, paths)`` job, in this thread's ReaderServer.
 
     ``fn`` ("package.module:function") runs where the logs are read, so only its return value
-    crosses a pipe.  ``isolate=False`` reads and runs everything in this process.
+    crosses a pipe.  ``in_reader=False``: the reader sends the LogResults and fn runs in this
+    process (where a debugger, a profiler or a patched function sees it).  ``isolate=False``
+    reads and runs everything in this process.
     """
     if not isolate:
         work = [(spec, [os.fspath(p) for p in paths], {}) for spec, paths in jobs]
         yield from _run_local(work, fn, tuple(args), tuple(modules), names, timeout_s, False, progress)
+        return
+    if not in_reader:  # the server sends the LogResults; fn runs here
+        f = resolve(fn)
+        for out in _server().run(jobs, None, modules=tuple(modules), names=names, timeout_s=timeout_s, progress=progress):
+            if out.error is None:
+                ok, value = _apply(f, out.spec, out.value, tuple(args))
+                out = JobOutcome(out.spec, value=value) if ok else JobOutcome(out.spec, error=value)
+            yield out
         return
     yield from _server().run(jobs, fn, args, modules=tuple(modules), names=names, timeout_s=timeout_s, progress=progress)

@@ -145,3 +145,16 @@ def test_a_function_the_reader_cannot_import_runs_here(archive, monkeypatch):
     failed = [e for e in out["errors"] if e["kind"] == "ingest-failed"]
     assert len(failed) == 2
     assert f"injected diagnose failure in process {os.getpid()}" in failed[0]["cause"]
+
+
+def test_a_failure_after_finished_jobs_loses_no_row_and_doubles_none(archive, fresh_readers, monkeypatch):
+    """The reader sends finished jobs in batches: when it dies on job 102, jobs 100 and 101 (done,
+    maybe not yet sent) are done again by a fresh reader; every row comes out exactly once."""
+    monkeypatch.setenv("SITE_FAULTS_JOB", "102")
+    out = _ingest(archive, "site_faults:killed_while_building")
+    assert sorted(r["job_id"] for r in out["jobs"]) == ["100", "101"]
+    # job 100 ran two executables (its two readable logs), job 101 one
+    assert sorted(r["job_id"] for r in out["programs"]) == ["100", "100", "101"]
+    assert sorted((e["kind"], e["name"][:20]) for e in out["errors"]) == [
+        ("crashed", "alice_app_id100_1-2-"), ("ingest-failed", "carol_app_id102_1-2-")]
+    assert sorted(r["name"] for r in out["logs"]) == sorted(u_name for u in archive for u_name in u.names)

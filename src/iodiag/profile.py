@@ -240,11 +240,19 @@ TASK_COLUMNS = {
 }
 
 
+_EMPTY: dict[str, dict[str, np.ndarray]] = {}
+
+
 def empty_table(kind: str) -> Table:
-    return _empty({
-        "processes": PROCESS_COLUMNS, "files": FILE_COLUMNS, "ops": OPS_COLUMNS,
-        "heatmap": HEATMAP_COLUMNS, "tasks": TASK_COLUMNS,
-    }[kind])
+    # every profile without DXT, heatmap or tasks gets three of these: the zero-length
+    # columns are made once (they hold nothing to change); each call gets its own Table
+    cols = _EMPTY.get(kind)
+    if cols is None:
+        cols = _EMPTY[kind] = _empty({
+            "processes": PROCESS_COLUMNS, "files": FILE_COLUMNS, "ops": OPS_COLUMNS,
+            "heatmap": HEATMAP_COLUMNS, "tasks": TASK_COLUMNS,
+        }[kind])._cols
+    return Table._trusted(dict(cols))
 
 
 @dataclass

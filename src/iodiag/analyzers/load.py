@@ -38,9 +38,24 @@ def parse_log_name(path: str) -> dict[str, str]:
     return m.groupdict() if m else {}
 
 
+_LOOKUPS: dict[tuple, Callable[[list[str]], tuple[np.ndarray, np.ndarray]]] = {}
+
+
 def _fs_lookup(mounts: list[tuple[str, str]]):
+    """A function: paths -> (mount point, file-system type) object columns, longest mount first.
+
+    Kept per mount table: in a site ingest consecutive logs (and every log of a job) come
+    from machines with the same 20-60 mounts, so the ordering and the per-directory
+    answers are reused instead of rebuilt for each profile.
+    """
+    key = tuple(mounts)
+    hit = _LOOKUPS.get(key)
+    if hit is not None:
+        return hit
+    if len(_LOOKUPS) >= 16:
+        _LOOKUPS.clear()
     ordered = [(mnt, mnt.rstrip("/") + "/", fstype) for mnt, fstype in sorted(mounts, key=lambda m: len(m[0]), reverse=True)]
-    by_dir: dict[str, tuple[str, str]] = {}
+    by_dir: dict[str | None, tuple[str, str]] = {}
     mount_paths = {m for m, _, _ in ordered}
 
     def find(path: str) -> tuple[str, str]:
@@ -49,16 +64,27 @@ def _fs_lookup(mounts: list[tuple[str, str]]):
                 return mnt, fstype
         return "", ""
 
-    def lookup(path: str) -> tuple[str, str]:
-        # files of one directory share a mount (site ingest: 2,048 files per log are common)
-        d, sep, _ = path.rpartition("/")
-        if not sep or path in mount_paths:
-            return find(path)
-        hit = by_dir.get(d)
-        if hit is None:
-            hit = by_dir[d] = find(path)
-        return hit
+    def lookup(paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if len(by_dir) >= 4096:
+            by_dir.clear()
+        get = by_dir.get
+        mnt_col = np.empty(len(paths), dtype=object)
+        fs_col = np.empty(len(paths), dtype=object)
+        for k, path in enumerate(paths):
+            # files of one directory share a mount (site ingest: 2,048 files per log are common);
+            # so do names without a directory (records whose name the log lacks: "<unnamed ...>")
+            d, sep, _ = path.rpartition("/")
+            if path in mount_paths:
+                hit = find(path)
+            else:
+                key = d if sep else None
+                hit = get(key)
+                if hit is None:
+                    hit = by_dir[key] = find(path)
+            mnt_col[k], fs_col[k] = hit
+        return mnt_col, fs_col
 
+    _LOOKUPS[key] = lookup
     return lookup
 
 
@@ -133,6 +159,7 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
     heat_parts: list[dict[str, np.ndarray]] = []
     names: dict[int, str] = {}
     mounts: list[tuple[str, str]] = []
+    seen_mounts: set[tuple[str, str]] = set()
     modules: list[str] = []
     partial_modules: list[str] = []
     programs: dict[str, ProgramInfo] = {}
@@ -161,7 +188,8 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
         ends.append(end)
         names.update(d.get("names", {}))
         for m in h["mounts"]:
-            if m not in mounts:
+            if m not in seen_mounts:  # a set: real logs list 20-60 mounts
+                seen_mounts.add(m)
                 mounts.append(m)
         if h["metadata"].get("lib_ver"):
             versions.add(h["metadata"]["lib_ver"])
@@ -197,25 +225,24 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
                                     next_step="numbers from this module are a lower bound; the log file is damaged"))
 
         # hosts per rank from DXT records, when present
-        hosts = [""] * nprocs
+        hosts = None
         for mod in ("DXT_POSIX", "DXT_MPIIO"):
             rec = d["mods"].get(mod)
             if rec is not None:
+                hosts = hosts or [""] * nprocs
                 for rk, host in zip(rec["rec_rank"].tolist(), rec["rec_host"].tolist()):
                     if 0 <= rk < nprocs and not hosts[rk]:
                         hosts[rk] = host
-        if nprocs == 1 and not hosts[0]:
-            hosts[0] = h["metadata"].get("hostname", "")
+        if nprocs == 1 and not (hosts and hosts[0]):
+            hosts = [h["metadata"].get("hostname", "")]
         rank_ids = np.arange(nprocs, dtype="i8")
         proc_cols["proc"].append(rank_ids + proc_offset)
         proc_cols["log"].append(np.full(nprocs, li, "i8"))
         proc_cols["rank"].append(rank_ids)
         proc_cols["pid"].append(np.full(nprocs, pid if nprocs == 1 else -1, "i8"))
-        host_col = np.empty(nprocs, dtype=object)
-        host_col[:] = hosts
-        proc_cols["host"].append(host_col)
-        proc_cols["exe"].append(np.full(nprocs, exe, dtype=object))
-        proc_cols["log_path"].append(np.full(nprocs, r.path, dtype=object))
+        proc_cols["host"].append(_objects(hosts) if hosts is not None else _filled(nprocs, ""))
+        proc_cols["exe"].append(_filled(nprocs, exe))
+        proc_cols["log_path"].append(_filled(nprocs, r.path))
         proc_cols["start_s"].append(np.full(nprocs, start, "f8"))
         proc_cols["end_s"].append(np.full(nprocs, end, "f8"))
         proc_cols["partial"].append(np.full(nprocs, log_partial, "?"))
@@ -273,14 +300,10 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
     # files table: every id seen in a counters/ops table, with its path and file system
     id_parts = [c["file_id"] for parts in counters.values() for c in parts] + [p["file_id"] for p in ops_parts]
     fid_arr = np.unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
-    lookup = _fs_lookup(mounts)
-    fid = fid_arr.tolist()
-    paths = [names[i] if i in names else f"<unnamed {i:016x}>" for i in fid]
-    mnt = [lookup(p) for p in paths]
-    files = Table._trusted({
-        "file_id": fid_arr, "path": _objects(paths),
-        "mount": _objects([m[0] for m in mnt]), "fs_type": _objects([m[1] for m in mnt]),
-    })
+    get_name = names.get
+    paths = [n if (n := get_name(i)) is not None else f"<unnamed {i:016x}>" for i in fid_arr.tolist()]
+    mount_col, fs_col = _fs_lookup(mounts)(paths)
+    files = Table._trusted({"file_id": fid_arr, "path": _objects(paths), "mount": mount_col, "fs_type": fs_col})
 
     first = good[0].data["header"]
     start = min(starts)
@@ -330,6 +353,13 @@ def _counter_table(parts: list[dict[str, np.ndarray]], blocks: list[tuple] | Non
     if blocks and len(blocks) == 1:
         t._blocks = blocks[0]
     return t
+
+
+def _filled(n: int, value: Any) -> np.ndarray:
+    """A 1-D object array of n times value (np.full with dtype=object is ~10x slower)."""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
 
 
 def _objects(values: list) -> np.ndarray:

@@ -98,8 +98,8 @@ class Reader:
 
 @dataclass(frozen=True)
 class Site:
-    batch_logs: int = 1024  # most logs per Dask task (one forked reader streams them all; fewer forks, less copy-on-write)
-    min_batch_logs: int = 32  # small archives: at least 4 tasks per worker, but no task under this
+    batch_logs: int = 1024  # most logs per Dask task (bounds what one task result holds)
+    min_batch_logs: int = 32  # small archives: about 8 tasks per worker, but no task under this
     in_flight_per_worker: int = 3  # tasks queued per worker; bounds driver memory
     part_rows: int = 20000  # job rows buffered before a parquet part is written
     # modules decoded for site features (no DXT/HEATMAP: counters are enough and 10x cheaper)

@@ -25,6 +25,8 @@ from .store import SiteStore
 from .walk import DirListing, Unit, group_units, iter_dirs
 from .worker import process_units
 
+TASKS_PER_WORKER = 8
+
 # progress(kind, n): kind is "total" (logs in the archive), "skipped" (already
 # ingested, nothing to read) or "read" (logs read by a finished task)
 Progress = Callable[[str, int], None]
@@ -182,9 +184,11 @@ def ingest_archive(
     upper = sum(n for rel, _, n in listings if rel in changed)  # logs in changed directories
 
     def make_batches(nworkers: int) -> Iterator[list[Unit]]:
-        # Each task forks one reader; in a big Dask worker a fork costs copy-on-write
-        # faults, so tasks are as large as load balance allows: about 4 per worker.
-        size = max(min(cfg.site.batch_logs, -(-upper // (4 * max(nworkers, 1)))), min(cfg.site.min_batch_logs, cfg.site.batch_logs), 1)
+        # A task costs little beyond its logs (the reader process lives across tasks), so
+        # tasks are small enough that the workers finish together: about 8 per worker
+        # (the last task of one worker is the others' idle time).
+        size = max(min(cfg.site.batch_logs, -(-upper // (TASKS_PER_WORKER * max(nworkers, 1)))),
+                   min(cfg.site.min_batch_logs, cfg.site.batch_logs), 1)
         return _batches(units(), size)
 
     if upper == 0:

@@ -1,9 +1,11 @@
 """Site analysis: ingest a Darshan archive in parallel, report what hurts the site.
 
 ``ingest_archive`` (ingest.py) walks ``YYYY/M/D`` trees (walk.py), reads jobs
-on Dask with the one loader and the one set of detectors (worker.py), and
-writes a parquet dataset (store.py) of per-job and per-program features and
-findings (features.py).  ``site_report`` (aggregate.py) computes what the
+on Dask (worker.py): each worker's long-lived reader process reads a job's
+logs and builds, diagnoses and featurizes it with the one loader and the one
+set of detectors (job.py), sending back only the rows; the driver writes a
+parquet dataset (store.py) of per-job and per-program features and findings
+(features.py).  ``site_report`` (aggregate.py) computes what the
 report shows; render.py only formats it.  pandas/pyarrow/distributed are
 imported inside functions.
 """

@@ -114,18 +114,14 @@ class _Sink:
 
 def _failed_task(units: list[Unit], exc: BaseException, run: int) -> dict[str, Any]:
     """Rows for a task whose worker died (e.g. killed for memory): every log an error."""
-    from .features import ERROR_COLUMNS, JOB_COLUMNS, LOG_COLUMNS, PROGRAM_COLUMNS
-    from .worker import to_table
+    from .worker import TABLE_COLUMNS, failed_job_rows, to_table
 
     cause = f"the Dask task reading this log failed: {type(exc).__name__}: {exc}"
-    errors, logs = [], []
+    rows: dict[str, list] = {k: [] for k in TABLE_COLUMNS}
     for u in units:
-        for p, n, s, m in zip(u.paths, u.names, u.sizes, u.mtimes_ns):
-            errors.append({"job_key": u.job_key, "dir": u.dir, "day": u.day, "path": p, "name": n,
-                           "kind": "task-failed", "cause": cause, "loaded": False, "run": run})
-            logs.append({"dir": u.dir, "name": n, "size": s, "mtime_ns": m, "status": "error", "job_key": u.job_key, "run": run})
-    return {"jobs": to_table([], JOB_COLUMNS), "programs": to_table([], PROGRAM_COLUMNS),
-            "errors": to_table(errors, ERROR_COLUMNS), "logs": to_table(logs, LOG_COLUMNS)}
+        for k, v in failed_job_rows(u, "task-failed", cause, run).items():
+            rows[k].extend(v)
+    return {k: to_table(v, TABLE_COLUMNS[k]) for k, v in rows.items()}
 
 
 def ingest_archive(

@@ -339,8 +339,9 @@ def _serve(wfd: int, posfd: int) -> None:
     ``(spec, paths, prefailed)`` (prefailed: index -> LogResult of a log not to
     read again; ``_FAILED`` -> the cause the job failed with before).
     Messages: ``("jobs", outcomes)`` and, at the end of the request,
-    ``("done", outcomes)``; an outcome is ``("job", j, pickled value)`` or
-    ``("fail", j, cause)``.  ``("unavailable", cause)`` when the function cannot
+    ``("done", outcomes)``; an outcome is ``("job", j, pickled value)``,
+    ``("fail", j, cause)`` or, without a function, ``("obj", j, LogResults)``
+    (sent at once).  ``("unavailable", cause)`` when the function cannot
     be imported here.  Before reading log i of job j the server writes
     (seq, j, i) to the shared block, and (seq, j, -1) before running the
     function on job j.
@@ -394,6 +395,13 @@ def _serve(wfd: int, posfd: int) -> None:
                 _POS.pack_into(pos, 0, seq, j, -1)
             ok, value = _apply(fn, spec, results, args)
             del results
+            if fn is None:  # the decoded logs themselves: large; sent at once and pickled once
+                try:
+                    _send(wfd, ("jobs", [*pending, ("obj", j, value)]))
+                except Exception as exc:  # noqa: BLE001 - e.g. a result too large to pickle
+                    _send(wfd, ("jobs", [*pending, ("fail", j, f"the result could not be sent back: {type(exc).__name__}: {exc}")]))
+                pending, size, flushed = [], 0, time.monotonic()
+                continue
             if ok:
                 try:
                     value = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
@@ -619,7 +627,10 @@ class ReaderServer:
                 if kind in ("jobs", "done"):
                     for what, j, value in msg[1]:
                         spec, paths, _ = batch[j]
-                        out = JobOutcome(spec, value=pickle.loads(value)) if what == "job" else JobOutcome(spec, error=value)
+                        if what == "fail":
+                            out = JobOutcome(spec, error=value)
+                        else:
+                            out = JobOutcome(spec, value=pickle.loads(value) if what == "job" else value)
                         nj = j + 1
                         yield from self._flush(last, progress)
                         # the last outcome is handed out after "done", so that the server is idle when the caller stops

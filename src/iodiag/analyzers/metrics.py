@@ -67,22 +67,106 @@ def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:
     return np.where(a > 0, a, 0).astype(dtype, copy=False)
 
 
-def _level_cols(t: Table, mod: str) -> dict[str, np.ndarray]:
-    """``col`` for every POSIX-level name of a module, in one NumPy pass per dtype (same values)."""
-    out: dict[str, np.ndarray] = {}
-    n = len(t)
-    for dtype, floats in (("i8", False), ("f8", True)):
-        keys = [k for k in _LEVEL[mod] if (k in _FLOAT) == floats]
-        present = [(k, t[_LEVEL[mod][k]]) for k in keys if _LEVEL[mod][k] is not None and _LEVEL[mod][k] in t]
-        if present and len({a.dtype for _, a in present}) == 1:
-            m = np.stack([a for _, a in present])
-            m = np.where(m > 0, m, 0).astype(dtype, copy=False)
-            got = dict(zip((k for k, _ in present), m))
+_MEMO: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def memo(profile: JobProfile) -> dict:
+    """A dict living as long as the profile object, for data derived from it once (profiles are not
+    modified after loading; arrays stored here are read-only)."""
+    key = id(profile)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0]() is profile:
+        return hit[1]
+    d: dict = {}
+    _MEMO[key] = (weakref.ref(profile, lambda _r, k=key: _MEMO.pop(k, None)), d)
+    return d
+
+
+def _pos_block_cols(profile: JobProfile, mod: str) -> dict[str, np.ndarray] | None:
+    """Name -> positive column (as ``col`` without the cast) of the loader's 2-D counter arrays of a module,
+    made by one ``where`` per array instead of one per column; None when the table has no such arrays."""
+    d = memo(profile)
+    key = ("pos", mod)
+    if key not in d:
+        t = profile.module(mod)
+        blocks = t.blocks() if t is not None else None
+        out: dict[str, np.ndarray] | None = {} if blocks else None
+        for names, arr in blocks or ():
+            if not len(names):
+                continue
+            if arr.ndim != 2 or arr.shape != (len(t), len(names)) or arr.dtype.kind not in "iuf":
+                out = None
+                break
+            pos = np.ascontiguousarray(np.where(arr > 0, arr, 0).T)  # rows: contiguous columns, as col() gives
+            pos.flags.writeable = False
+            out.update(zip(names, pos))
+        d[key] = out
+    return d[key]
+
+
+def pcol(profile: JobProfile, mod: str, name: str | None, dtype: str = "i8") -> np.ndarray:
+    """``col(profile.module(mod), name, dtype)`` computed once per profile; read-only (copy before changing it)."""
+    d = memo(profile)
+    key = (mod, name, dtype)
+    a = d.get(key)
+    if a is None:
+        t = profile.module(mod)
+        cols = _pos_block_cols(profile, mod) if name is not None else None
+        if t is None:
+            a = np.zeros(0, dtype=dtype)
+        elif cols is not None and name in cols:
+            a = cols[name].astype(dtype, copy=False)
         else:
-            got = {k: col(t, _LEVEL[mod][k], dtype) for k, _ in present}
-        for k in keys:
-            out[k] = got[k] if k in got else np.zeros(n, dtype=dtype)
-    return {k: out[k] for k in _LEVEL[mod]}
+            a = col(t, name, dtype)
+        a.flags.writeable = False
+        d[key] = a
+    return a
+
+
+def module_sums(profile: JobProfile, mod: str) -> dict[str, float]:
+    """Column sums of a module's upper-case numeric (counter) columns, negatives (Darshan's 'not measured')
+    as 0, once per profile; {} when the job has no such module.  Each column adds up row by row in float64."""
+    d = memo(profile)
+    key = ("sums", mod)
+    if key in d:
+        return d[key]
+    t = profile.module(mod)
+    sums: dict[str, float] = {}
+    blocks = t.blocks() if t is not None else None
+    if blocks and _blocks_are_counters(t, blocks):
+        # the columns are those of the loader's 2-D arrays: reduce those (same sums, no stacking)
+        for bn, arr in blocks:
+            if len(bn):
+                m = arr.astype("f8", copy=False)
+                sums.update(zip(bn, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
+    elif t is not None:
+        names = [n for n, a in t.items() if n.isupper() and a.dtype.kind in "iuf"]
+        if names:
+            m = np.stack([t[n] for n in names], axis=1).astype("f8", copy=False)
+            sums = dict(zip(names, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
+    d[key] = sums
+    return sums
+
+
+def _blocks_are_counters(t: Table, blocks: tuple) -> bool:
+    """Whether the upper-case numeric columns of ``t`` are exactly the blocks' columns, in order (checked on the
+    few leading columns instead of all of them: the loader puts the blocks' columns last)."""
+    names = [n for bn, _ in blocks for n in bn]
+    if not names or any(len(bn) == 1 for bn, _ in blocks) or any(a.dtype.kind not in "iuf" for bn, a in blocks if len(bn)):
+        return False
+    keys = list(t.columns)
+    head, tail = keys[: len(keys) - len(names)], keys[len(keys) - len(names):]
+    return tail == names and not any(n.isupper() and t[n].dtype.kind in "iuf" for n in head)
+
+
+def _level_cols(profile: JobProfile, t: Table, mod: str) -> dict[str, np.ndarray]:
+    """``col`` for every POSIX-level name of a module (positive columns computed once per profile)."""
+    n = len(t)
+    out: dict[str, np.ndarray] = {}
+    for k, name in _LEVEL[mod].items():
+        dtype = "f8" if k in _FLOAT else "i8"
+        out[k] = pcol(profile, mod, name, dtype) if name is not None and name in t else np.zeros(n, dtype=dtype)
+    return out
 
 
 def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO")) -> Table:
@@ -95,7 +179,7 @@ def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO"
         cols = {"proc": t["proc"], "rank": t["rank"], "file_id": t["file_id"],
                 "log": t["log"] if "log" in t else np.zeros(len(t), "i8"),
                 "module": np.full(len(t), mod, dtype=object)}
-        cols.update(_level_cols(t, mod))
+        cols.update(_level_cols(profile, t, mod))
         parts.append(Table._trusted(cols))
     if not parts:
         z = np.zeros(0)

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..findings import FINDING_IDS, Finding
+from ..analyzers.metrics import module_sums, pcol
 from ..profile import JobProfile
 
 FORMAT_VERSION = 1
@@ -96,34 +97,17 @@ LOG_COLUMNS: dict[str, str] = {
 DAY_COLUMNS: dict[str, str] = {"dir": "str", "n_logs": "i8", "signature": "str", "run": "i8"}
 
 
-def _pos(a: np.ndarray) -> np.ndarray:
-    """Darshan stores -1 for 'not measured'; such values must not reduce sums."""
-    a = np.asarray(a, dtype="f8")
-    return np.where(a > 0, a, 0.0)
-
-
 class _Mod:
-    """Column sums of one module's counters table (0 when absent).
+    """Column sums of one module's counters table (0 when absent), shared with the detectors.
 
-    All columns are summed in one NumPy pass (negative values, Darshan's
+    All columns are summed in one NumPy pass per counter array (negative values, Darshan's
     'not measured', count as 0): far cheaper than one reduction per counter.
     """
 
     def __init__(self, profile: JobProfile, name: str) -> None:
         self.t = profile.module(name)
-        self._sums: dict[str, float] = {}
-        names = [n for n, a in self.t.items() if n.isupper() and a.dtype.kind in "iuf"] if self.t is not None else []
-        blocks = self.t.blocks() if names else None
-        if blocks and [n for bn, _ in blocks for n in bn] == names and all(len(bn) != 1 for bn, _ in blocks):
-            # the columns are those of the loader's 2-D arrays: reduce those (same sums, no stacking);
-            # each column still adds up row by row in float64, as the stacked matrix below does
-            for bn, arr in blocks:
-                if len(bn):
-                    m = arr.astype("f8", copy=False)
-                    self._sums.update(zip(bn, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
-        elif names:
-            m = np.stack([self.t[n] for n in names], axis=1).astype("f8", copy=False)
-            self._sums = dict(zip(names, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
+        self._profile, self._name = profile, name
+        self._sums = module_sums(profile, name) if self.t is not None else {}
 
     def __bool__(self) -> bool:
         return self.t is not None
@@ -137,7 +121,7 @@ class _Mod:
     def col(self, name: str) -> np.ndarray:
         if self.t is None or name not in self.t:
             return np.zeros(0)
-        return _pos(self.t[name])
+        return pcol(self._profile, self._name, name, "f8")
 
 
 def _div(a: float, b: float) -> float:

@@ -148,6 +148,26 @@ def module_sums(profile: JobProfile, mod: str) -> dict[str, float]:
     return sums
 
 
+def file_paths(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
+    """(path of each ``metrics_of(profile).file_ids`` entry ("" when unnamed), whether it is stdin/stdout/stderr),
+    once per profile."""
+    d = memo(profile)
+    if "file_paths" not in d:
+        paths = profile.path_of()
+        p = np.array([paths.get(f, "") for f in metrics_of(profile).file_ids.tolist()], dtype=object)
+        std = np.isin(p, ("<STDIN>", "<STDOUT>", "<STDERR>")) if len(p) else np.zeros(0, bool)
+        p.flags.writeable = std.flags.writeable = False
+        d["file_paths"] = (p, std)
+    return d["file_paths"]
+
+
+def level_total(profile: JobProfile, key: str) -> float:
+    """Job total of one POSIX-level quantity (e.g. "writes", "opens") over POSIX and STDIO, from
+    ``module_sums``: the sum of ``metrics_of(profile).level[key]`` without building the level table."""
+    return sum(module_sums(profile, mod).get(_LEVEL[mod][key], 0.0) for mod in ("POSIX", "STDIO")
+               if _LEVEL[mod][key] is not None)
+
+
 def _blocks_are_counters(t: Table, blocks: tuple) -> bool:
     """Whether the upper-case numeric columns of ``t`` are exactly the blocks' columns, in order (checked on the
     few leading columns instead of all of them: the loader puts the blocks' columns last)."""
@@ -162,10 +182,15 @@ def _blocks_are_counters(t: Table, blocks: tuple) -> bool:
 def _level_cols(profile: JobProfile, t: Table, mod: str) -> dict[str, np.ndarray]:
     """``col`` for every POSIX-level name of a module (positive columns computed once per profile)."""
     n = len(t)
+    pos = _pos_block_cols(profile, mod) or {}
     out: dict[str, np.ndarray] = {}
     for k, name in _LEVEL[mod].items():
         dtype = "f8" if k in _FLOAT else "i8"
-        out[k] = pcol(profile, mod, name, dtype) if name is not None and name in t else np.zeros(n, dtype=dtype)
+        a = pos.get(name) if name is not None else None
+        if a is not None and a.dtype == dtype:
+            out[k] = a
+        else:
+            out[k] = pcol(profile, mod, name, dtype) if name is not None and name in t else np.zeros(n, dtype=dtype)
     return out
 
 
@@ -225,10 +250,21 @@ def group_sum(keys: np.ndarray, values: np.ndarray, n: int | None = None) -> np.
     return np.bincount(keys, weights=values, minlength=n or 0).astype("f8", copy=False)
 
 
+def median(x: np.ndarray) -> float:
+    """``float(np.median(x))`` of a non-empty 1-D array by one sort (np.median makes ~10 NumPy calls,
+    which dominate on the few values per job): the middle value, or the mean of the two middle ones."""
+    s = np.sort(x)
+    n = len(s)
+    if s.dtype.kind in "fc" and np.isnan(s[-1]):
+        return float("nan")
+    k = n // 2
+    return float(s[k]) if n % 2 else (float(s[k - 1]) + float(s[k])) / 2
+
+
 def robust_z(x: np.ndarray) -> tuple[np.ndarray, float, float]:
     """Robust z-score (0.6745 (x - median) / MAD); MAD floored so equal peers do not divide by zero."""
-    med = float(np.median(x)) if len(x) else 0.0
-    mad = float(np.median(np.abs(x - med))) if len(x) else 0.0
+    med = median(x) if len(x) else 0.0
+    mad = median(np.abs(x - med)) if len(x) else 0.0
     floor = max(mad, 1e-3 * abs(med), 1e-9)
     return 0.6745 * (x - med) / floor, med, mad
 
@@ -252,6 +288,7 @@ class Metrics:
     critical_io_s: float = 0.0  # largest per-process I/O time (the I/O critical path)
     rw_sorted: Table | None = None  # POSIX read/write ops sorted by (proc, file, op, start); see posix_rw_sorted
     ops_file_procs: tuple | None = None  # (file ids, distinct processes per file) from ops; see ops_procs_per_file
+    peers: np.ndarray | None = None  # see peer_mask
 
     def share(self, cost_s: float) -> float | None:
         return float(cost_s / self.total_io_s) if self.total_io_s > 0 else None
@@ -334,6 +371,13 @@ def _compute(profile: JobProfile) -> Metrics:
 def peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
     """Processes that should do comparable I/O: the ranks of the largest MPI log, or, for a job made of
     1-process logs (Dask, multiprocessing), the processes with I/O running the most common executable."""
+    if m.peers is None:
+        m.peers = _peer_mask(profile, m)
+        m.peers.flags.writeable = False
+    return m.peers
+
+
+def _peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
     pr, n = profile.processes, m.nprocs
     mask = np.zeros(n, bool)
     if not len(pr):

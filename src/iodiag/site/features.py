@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..findings import FINDING_IDS, Finding
-from ..analyzers.metrics import module_sums, pcol
+from ..analyzers.metrics import median, module_sums, pcol
 from ..profile import JobProfile
 
 FORMAT_VERSION = 1
@@ -152,7 +152,7 @@ def _h5_chunk_bytes(h5d: _Mod) -> float:
         return math.nan
     d = np.where(dims[chunked] > 0, dims[chunked], 1.0)
     b = d.prod(axis=1) * np.maximum(np.asarray(t["H5D_DATATYPE_SIZE"], "f8")[chunked], 1.0)
-    return float(np.median(b))
+    return median(b)
 
 
 def extract_features(profile: JobProfile) -> dict[str, Any]:
@@ -272,8 +272,8 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     if lus:
         f["lustre_files"] = int(len(np.unique(lus.t["file_id"])))
         ss, sc = lus.col("stripe_size"), lus.col("stripe_count")
-        f["lustre_stripe_size_median_bytes"] = float(np.median(ss)) if len(ss) else math.nan
-        f["lustre_stripe_count_median"] = float(np.median(sc)) if len(sc) else math.nan
+        f["lustre_stripe_size_median_bytes"] = median(ss) if len(ss) else math.nan
+        f["lustre_stripe_count_median"] = median(sc) if len(sc) else math.nan
         f["lustre_stripe_count_max"] = float(sc.max()) if len(sc) else math.nan
     else:
         f["lustre_files"] = 0

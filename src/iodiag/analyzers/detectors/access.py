@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, isin, metrics_of, ops_groups
+from ..metrics import col, fmt_bytes, group_sum, isin, level_total, metrics_of, module_sums, ops_groups
 from ._common import finding, pct, top_files
 
 
@@ -41,7 +41,10 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
-    c, m = cfg.access, metrics_of(profile)
+    c, tot = cfg.access, module_sums(profile, "POSIX")
+    if tot.get("POSIX_READS", 0.0) + tot.get("POSIX_WRITES", 0.0) < c.min_ops:
+        return []  # a file's non-sequential ops are at most its reads + writes, at most the job's
+    m = metrics_of(profile)
     fids, fidx = np.unique(t["file_id"], return_inverse=True)
     r, w, sr, sw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES",
                                          "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME"], fidx, len(fids))
@@ -72,7 +75,10 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
-    c, m = cfg.access, metrics_of(profile)
+    c = cfg.access
+    if module_sums(profile, "POSIX").get("POSIX_FILE_NOT_ALIGNED", 0.0) < c.min_ops:
+        return []  # no file can have min_ops misaligned requests
+    m = metrics_of(profile)
     fids, fidx = np.unique(t["file_id"], return_inverse=True)
     r, w, na, br, bw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_FILE_NOT_ALIGNED",
                                              "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
@@ -110,7 +116,10 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.access
+    c = cfg.access
+    if level_total(profile, "bytes_read") < c.redundant_min_bytes:
+        return []  # no file can have read redundant_min_bytes
+    m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):
         return []

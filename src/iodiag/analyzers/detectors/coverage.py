@@ -20,7 +20,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import col, fmt_bytes, metrics_of
+from ..metrics import col, file_paths, fmt_bytes, level_total, metrics_of, module_sums
 from ._common import finding, pct, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
@@ -91,6 +91,8 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
+    if level_total(profile, "reads") + level_total(profile, "writes") > 0:
+        return []  # POSIX/STDIO reads or writes (the first term of `data` below)
     m = metrics_of(profile)
     data = int((m.level["reads"] + m.level["writes"]).sum()) if len(m.level) else 0
     for mod, pre in (("MPI-IO", "MPIIO"), ("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR")):
@@ -108,12 +110,17 @@ def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.access
+    c = cfg.access
+    if profile.module("STDIO") is None:
+        return []  # no STDIO rows
+    st_sums = module_sums(profile, "STDIO")
+    if c.stdio_share > 0 and st_sums.get("STDIO_BYTES_READ", 0.0) + st_sums.get("STDIO_BYTES_WRITTEN", 0.0) <= 0:
+        return []  # no STDIO bytes: below any positive share of the total (or the total is 0)
+    m = metrics_of(profile)
     lv = m.level
     if not len(lv):
         return []
-    paths = profile.path_of()
-    std = np.isin(np.array([paths.get(int(f), "") for f in lv["file_id"]], dtype=object), _STD)
+    std = file_paths(profile)[1][m.file_idx]  # rows on stdin/stdout/stderr
     b = (lv["bytes_read"] + lv["bytes_written"]).astype("f8")
     st = (lv["module"] == "STDIO") & ~std
     total = float(b[~std].sum())

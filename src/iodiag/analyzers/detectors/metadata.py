@@ -15,7 +15,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import fmt_bytes, group_sum, metrics_of
+from ..metrics import file_paths, fmt_bytes, group_sum, level_total, metrics_of
 from ._common import finding, pct, top_files, top_procs
 from ._zarr import chunk_grids, merge_plan, path_kind
 
@@ -34,6 +34,8 @@ _STD = ("<STDIN>", "<STDOUT>", "<STDERR>")
 
 def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
     o = profile.ops
+    if not len(o):
+        return 0.0, {}
     m = np.isin(o["op"], _META_CODES)
     if not m.any():
         return 0.0, {}
@@ -44,7 +46,12 @@ def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
 
 
 def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.metadata
+    c = cfg.metadata
+    if profile.module("POSIX") is None and profile.module("STDIO") is None:
+        return []  # no POSIX-level rows
+    if not len(profile.ops) and sum(level_total(profile, k) for k in ("opens", "stats", "seeks", "fsyncs")) < c.min_ops:
+        return []  # the counters below, and no ops to add to them
+    m = metrics_of(profile)
     lv = m.level
     counts = {k: int(lv[k].sum()) for k in ("opens", "stats", "seeks", "fsyncs")}
     peak, extra = _peak_rate(profile)
@@ -57,7 +64,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     data_ops = int((lv["reads"] + lv["writes"]).sum())
     opens_per_op = counts["opens"] / max(data_ops, 1)
     own = lv["proc"] >= 0
-    std_ids = np.array([f for f, p in profile.path_of().items() if p in _STD], dtype="u8")
+    std_ids = m.file_ids[file_paths(profile)[1]]  # the level rows' files named <STDIN> etc.
     # stdin/stdout/stderr "opens" are dup'd descriptors of a terminal or pipe, not file-system metadata
     reopen = own & (lv["opens"] >= c.reopen_count) & ~np.isin(lv["file_id"], std_ids)
     reasons = []
@@ -110,14 +117,16 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.small_files
+    c = cfg.small_files
+    if sum(len(t) for t in (profile.module("POSIX"), profile.module("STDIO")) if t is not None) < c.count:
+        return []  # fewer POSIX-level records than the files needed
+    m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):
         return []
-    paths = profile.path_of()
-    p = np.array([paths.get(int(f), "") for f in m.file_ids], dtype=object)
+    p, std = file_paths(profile)
     data = (fs["bytes_read"] + fs["bytes_written"]) > 0
-    real = ~np.isin(p, _STD)
+    real = ~std
     small = real & data & (fs["size_bytes"] < c.size_bytes)
     opened_only = real & ~data & (fs["opens"] > 0)
     if small.sum() < c.count:

@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of, ops_procs_per_file
+from ..metrics import col, file_paths, fmt_bytes, group_sum, level_total, metrics_of, module_sums, ops_procs_per_file
 from ._common import finding, top_files
 
 
@@ -41,19 +41,25 @@ def _mpiio_per_file(mp, fids):
 
 
 def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.access
+    c = cfg.access
+    if level_total(profile, "writes") <= 0:
+        return []  # no file has writes
+    m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):
         return []
+    if not len(profile.ops) and m.file_ranks.max() < c.shared_min_ranks:
+        return []  # without ops, the ranks per file are m.file_ranks
     ranks = _ranks_per_file(profile, m.file_ids)
     coll = np.zeros(len(m.file_ids))
     mp = profile.module("MPI-IO")
-    if mp is not None:
+    tot = module_sums(profile, "MPI-IO")
+    if mp is not None and tot.get("MPIIO_COLL_READS", 0.0) + tot.get("MPIIO_COLL_WRITES", 0.0) > 0:  # else all 0
         fids = np.union1d(m.file_ids, mp["file_id"])
-        cl = _mpiio_per_file(mp, fids)[0]
+        fidx = np.searchsorted(fids, mp["file_id"])
+        cl = group_sum(fidx, col(mp, "MPIIO_COLL_READS", "f8"), len(fids)) + group_sum(fidx, col(mp, "MPIIO_COLL_WRITES", "f8"), len(fids))
         coll = cl[np.searchsorted(fids, m.file_ids)]
-    paths = profile.path_of()
-    std = np.array([paths.get(int(f), "") in ("<STDIN>", "<STDOUT>", "<STDERR>") for f in m.file_ids])
+    std = file_paths(profile)[1]
     hit = (ranks >= c.shared_min_ranks) & (fs["writes"] > 0) & (coll == 0) & ~std
     if not hit.any():
         return []
@@ -84,7 +90,10 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     mp = profile.module("MPI-IO")
     if mp is None:
         return []
-    m, c = metrics_of(profile), cfg.access
+    c, tot = cfg.access, module_sums(profile, "MPI-IO")
+    if sum(tot.get(f"MPIIO_{k}", 0.0) for k in ("INDEP_READS", "INDEP_WRITES", "NB_READS", "NB_WRITES")) < max(c.min_ops // 10, 4):
+        return []  # a hit needs >= 2 ranks and indep >= max(min_ops // 10, 2 * ranks) on one file
+    m = metrics_of(profile)
     fids = np.unique(mp["file_id"])
     coll, indep, t, small = _mpiio_per_file(mp, fids)
     ranks = _ranks_per_file(profile, fids)

@@ -15,7 +15,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import fmt_bytes, group_sum, isin, metrics_of, ops_groups, size_hist, small_bucket_count
+from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist,
+                       small_bucket_count)
 from ._common import finding, pct, top_files, top_procs
 
 
@@ -51,8 +52,11 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     if t is None:
         return []
     c = cfg.small_io
-    m = metrics_of(profile)
     nb, edge = small_bucket_count(c.size_bytes)
+    tot = module_sums(profile, "POSIX")
+    if sum(tot.get(f"POSIX_SIZE_{k}_{b}", 0.0) for k in ("READ", "WRITE") for b, _ in SIZE_BUCKETS[:nb]) < c.min_ops:
+        return []  # no file can hold min_ops small ops when the whole job has fewer
+    m = metrics_of(profile)
     reads, writes = t["POSIX_READS"].clip(0), t["POSIX_WRITES"].clip(0)
     sr = size_hist(t, "POSIX_SIZE_READ_")[:, :nb].sum(1)
     sw = size_hist(t, "POSIX_SIZE_WRITE_")[:, :nb].sum(1)

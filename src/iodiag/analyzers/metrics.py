@@ -22,6 +22,7 @@ Conventions
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass, field
 
@@ -82,25 +83,51 @@ def memo(profile: JobProfile) -> dict:
     return d
 
 
-def _pos_block_cols(profile: JobProfile, mod: str) -> dict[str, np.ndarray] | None:
-    """Name -> positive column (as ``col`` without the cast) of the loader's 2-D counter arrays of a module,
-    made by one ``where`` per array instead of one per column; None when the table has no such arrays."""
+@functools.lru_cache(maxsize=256)
+def _name_index(names: tuple) -> dict[str, int]:
+    return {n: i for i, n in enumerate(names)}
+
+
+class _PosCols:
+    """Name -> positive column (as ``col`` gives it, before the cast) of a module's 2-D counter arrays:
+    one ``where`` per array; a column's view is made when first asked for."""
+
+    __slots__ = ("_blocks", "_views")
+
+    def __init__(self, blocks: list) -> None:
+        self._blocks = blocks  # [(name -> row, positive array transposed: one contiguous row per column)]
+        self._views: dict[str, np.ndarray] = {}
+
+    def get(self, name: str) -> np.ndarray | None:
+        v = self._views.get(name)
+        if v is None:
+            for index, pos in self._blocks:
+                j = index.get(name)
+                if j is not None:
+                    v = self._views[name] = pos[j]
+                    break
+        return v
+
+
+def _pos_block_cols(profile: JobProfile, mod: str) -> _PosCols | None:
+    """The positive counter columns of a module from the loader's 2-D arrays (once per profile);
+    None when the table has no such arrays."""
     d = memo(profile)
     key = ("pos", mod)
     if key not in d:
         t = profile.module(mod)
         blocks = t.blocks() if t is not None else None
-        out: dict[str, np.ndarray] | None = {} if blocks else None
+        parts: list | None = [] if blocks else None
         for names, arr in blocks or ():
             if not len(names):
                 continue
             if arr.ndim != 2 or arr.shape != (len(t), len(names)) or arr.dtype.kind not in "iuf":
-                out = None
+                parts = None
                 break
             pos = np.ascontiguousarray(np.where(arr > 0, arr, 0).T)  # rows: contiguous columns, as col() gives
             pos.flags.writeable = False
-            out.update(zip(names, pos))
-        d[key] = out
+            parts.append((_name_index(tuple(names)), pos))
+        d[key] = _PosCols(parts) if parts is not None else None
     return d[key]
 
 
@@ -112,10 +139,11 @@ def pcol(profile: JobProfile, mod: str, name: str | None, dtype: str = "i8") -> 
     if a is None:
         t = profile.module(mod)
         cols = _pos_block_cols(profile, mod) if name is not None else None
+        got = cols.get(name) if cols is not None else None
         if t is None:
             a = np.zeros(0, dtype=dtype)
-        elif cols is not None and name in cols:
-            a = cols[name].astype(dtype, copy=False)
+        elif got is not None:
+            a = got.astype(dtype, copy=False)
         else:
             a = col(t, name, dtype)
         a.flags.writeable = False
@@ -182,7 +210,7 @@ def _blocks_are_counters(t: Table, blocks: tuple) -> bool:
 def _level_cols(profile: JobProfile, t: Table, mod: str) -> dict[str, np.ndarray]:
     """``col`` for every POSIX-level name of a module (positive columns computed once per profile)."""
     n = len(t)
-    pos = _pos_block_cols(profile, mod) or {}
+    pos = _pos_block_cols(profile, mod) or _PosCols([])
     out: dict[str, np.ndarray] = {}
     for k, name in _LEVEL[mod].items():
         dtype = "f8" if k in _FLOAT else "i8"
@@ -306,6 +334,10 @@ def _attribute_shared(profile, lv, t_row, bytes_row, ops_row, proc_io, proc_byte
     idx = np.flatnonzero(lv["proc"] < 0)
     log = np.clip(lv["log"][idx], 0, nlog - 1)
     lo, k, slow = first[log], size[log], lv["slow_rank"][idx]
+    if not (k > 1).any():  # only 1-process logs: each record is all its process's (what the general case gives)
+        for arr, val in ((proc_io, t_row[idx]), (proc_bytes, bytes_row[idx]), (proc_ops, ops_row[idx])):
+            np.add.at(arr, lo, val)
+        return
     ok = (k > 1) & (slow >= 0) & (slow < k)
     others = np.maximum(k - 1, 1)
     proc_log = np.zeros(n, "i8")

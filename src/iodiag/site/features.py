@@ -129,10 +129,17 @@ def _div(a: float, b: float) -> float:
 
 
 def _common_access(px: _Mod) -> float:
+    """The access size with the most counted accesses (ties: the smallest size)."""
     if not px:
         return math.nan
     vals = np.concatenate([px.col(f"POSIX_ACCESS{i}_ACCESS") for i in range(1, 5)])
     cnts = np.concatenate([px.col(f"POSIX_ACCESS{i}_COUNT") for i in range(1, 5)])
+    if len(vals) <= 256:  # a few records: a dict is cheaper than unique + bincount (same sums, same order)
+        acc: dict[float, float] = {}
+        for v, c in zip(vals.tolist(), cnts.tolist()):
+            if c > 0:
+                acc[v] = acc.get(v, 0.0) + c
+        return float(min(acc, key=lambda v: (-acc[v], v))) if acc else math.nan
     keep = cnts > 0
     if not keep.any():
         return math.nan
@@ -153,6 +160,10 @@ def _h5_chunk_bytes(h5d: _Mod) -> float:
     d = np.where(dims[chunked] > 0, dims[chunked], 1.0)
     b = d.prod(axis=1) * np.maximum(np.asarray(t["H5D_DATATYPE_SIZE"], "f8")[chunked], 1.0)
     return median(b)
+
+
+_BIN_NAMES = tuple((f"posix_size_{rw.lower()}_{b.lower()}", f"POSIX_SIZE_{rw}_{b}") for rw in ("READ", "WRITE") for b in SIZE_BINS)
+_SMALL_BIN_NAMES = tuple(f"POSIX_SIZE_{rw}_{b}" for rw in ("READ", "WRITE") for b in SIZE_BINS[:4])
 
 
 def extract_features(profile: JobProfile) -> dict[str, Any]:
@@ -183,7 +194,7 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["posix_mean_read_bytes"] = _div(f["posix_bytes_read"], reads)
     f["posix_mean_write_bytes"] = _div(f["posix_bytes_written"], writes)
     f["posix_common_access_bytes"] = _common_access(px)
-    small = sum(px.s(f"POSIX_SIZE_{rw}_{b}") for rw in ("READ", "WRITE") for b in SIZE_BINS[:4])
+    small = sum(px.s(n) for n in _SMALL_BIN_NAMES)
     f["posix_ops_lt_100k_share"] = _div(small, reads + writes)
     f["posix_seq_share"] = _div(px.s("POSIX_SEQ_READS", "POSIX_SEQ_WRITES"), reads + writes)
     f["posix_consec_share"] = _div(px.s("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES"), reads + writes)
@@ -191,9 +202,8 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     al = px.col("POSIX_FILE_ALIGNMENT")
     f["posix_file_alignment_bytes"] = float(al.max()) if len(al) else math.nan
     f["posix_rw_switches"] = px.s("POSIX_RW_SWITCHES")
-    for rw in ("READ", "WRITE"):
-        for b in SIZE_BINS:
-            f[f"posix_size_{rw.lower()}_{b.lower()}"] = px.s(f"POSIX_SIZE_{rw}_{b}")
+    for key, name in _BIN_NAMES:
+        f[key] = px.s(name)
 
     f["mpiio_indep_ops"] = mp.s("MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES", "MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_NB_READS", "MPIIO_NB_WRITES")
     f["mpiio_coll_ops"] = mp.s("MPIIO_COLL_READS", "MPIIO_COLL_WRITES")

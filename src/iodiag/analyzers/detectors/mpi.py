@@ -44,6 +44,8 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
     c = cfg.access
     if level_total(profile, "writes") <= 0:
         return []  # no file has writes
+    if not len(profile.ops) and max(int(profile.job.nprocs), len(profile.processes), 1) < c.shared_min_ranks:
+        return []  # without ops, ranks per file are m.file_ranks, at most m.nprocs
     m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):

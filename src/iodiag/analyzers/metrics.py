@@ -189,6 +189,14 @@ def file_paths(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
     return d["file_paths"]
 
 
+def std_file_ids(profile: JobProfile) -> np.ndarray:
+    """File ids named <STDIN>, <STDOUT> or <STDERR>, once per profile."""
+    d = memo(profile)
+    if "std_ids" not in d:
+        d["std_ids"] = np.array([f for f, p in profile.path_of().items() if p in ("<STDIN>", "<STDOUT>", "<STDERR>")], dtype="u8")
+    return d["std_ids"]
+
+
 def level_total(profile: JobProfile, key: str) -> float:
     """Job total of one POSIX-level quantity (e.g. "writes", "opens") over POSIX and STDIO, from
     ``module_sums``: the sum of ``metrics_of(profile).level[key]`` without building the level table."""

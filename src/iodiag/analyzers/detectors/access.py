@@ -13,12 +13,23 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, isin, level_total, metrics_of, module_sums, ops_groups
+from ..metrics import col, fmt_bytes, group_sum, isin, level_total, metrics_of, module_sums, ops_groups, pcol
 from ._common import finding, pct, top_files
 
 
-def _per_file(t, names: list[str], fidx, n) -> list[np.ndarray]:
-    return [group_sum(fidx, col(t, k, "f8"), n) for k in names]
+def _per_file(profile: JobProfile, names: list[str], fidx, n) -> list[np.ndarray]:
+    return [group_sum(fidx, pcol(profile, "POSIX", k, "f8"), n) for k in names]
+
+
+def _may_random(profile: JobProfile, cfg: Config) -> bool:
+    """A file's non-sequential ops are at most its reads + writes, at most the job's: fewer than min_ops, no hit."""
+    tot = module_sums(profile, "POSIX")
+    return tot.get("POSIX_READS", 0.0) + tot.get("POSIX_WRITES", 0.0) >= cfg.access.min_ops
+
+
+def _may_misalign(profile: JobProfile, cfg: Config) -> bool:
+    """No file can have min_ops misaligned requests when the whole job has fewer."""
+    return module_sums(profile, "POSIX").get("POSIX_FILE_NOT_ALIGNED", 0.0) >= cfg.access.min_ops
 
 
 def _dxt_random(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
@@ -41,18 +52,18 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
-    c, tot = cfg.access, module_sums(profile, "POSIX")
-    if tot.get("POSIX_READS", 0.0) + tot.get("POSIX_WRITES", 0.0) < c.min_ops:
-        return []  # a file's non-sequential ops are at most its reads + writes, at most the job's
-    m = metrics_of(profile)
+    if not _may_random(profile, cfg):
+        return []
+    c = cfg.access
     fids, fidx = np.unique(t["file_id"], return_inverse=True)
-    r, w, sr, sw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES",
+    r, w, sr, sw, rt, wt = _per_file(profile, ["POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES",
                                          "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME"], fidx, len(fids))
     nonseq = (r - sr) + (w - sw)
     ops = r + w
     hit = (nonseq >= c.min_ops) & (nonseq >= c.random_share * np.maximum(ops, 1))
     if not hit.any():
         return []
+    m = metrics_of(profile)
     n_nonseq, n_ops = int(nonseq[hit].sum()), int(ops[hit].sum())
     ev = {"non_sequential_ops": n_nonseq, "ops": n_ops, "non_sequential_share": n_nonseq / max(n_ops, 1),
           "non_sequential_reads": int((r - sr)[hit].sum()), "non_sequential_writes": int((w - sw)[hit].sum())}
@@ -75,12 +86,11 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
+    if not _may_misalign(profile, cfg):
+        return []
     c = cfg.access
-    if module_sums(profile, "POSIX").get("POSIX_FILE_NOT_ALIGNED", 0.0) < c.min_ops:
-        return []  # no file can have min_ops misaligned requests
-    m = metrics_of(profile)
     fids, fidx = np.unique(t["file_id"], return_inverse=True)
-    r, w, na, br, bw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_FILE_NOT_ALIGNED",
+    r, w, na, br, bw, rt, wt = _per_file(profile, ["POSIX_READS", "POSIX_WRITES", "POSIX_FILE_NOT_ALIGNED",
                                              "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
                                              "POSIX_F_WRITE_TIME"], fidx, len(fids))
     fs = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
@@ -94,6 +104,7 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     hit = parallel & (na >= c.min_ops) & (na >= c.alignment_share * np.maximum(ops, 1)) & (mean >= cfg.small_io.size_bytes)
     if not hit.any():
         return []
+    m = metrics_of(profile)
     align = np.zeros(len(fids))
     np.maximum.at(align, fidx, col(t, "POSIX_FILE_ALIGNMENT", "f8"))
     ranks = np.zeros(len(fids))
@@ -115,10 +126,28 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
 
 
-def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
+def _may_reread(profile: JobProfile, cfg: Config) -> bool:
+    """Whether some file can pass the test of detect_redundant_read.  When every file has one POSIX-level record,
+    per-file sums are that record's values and the test is made on the records with the same expressions as
+    metrics_of (same numbers, no level table); otherwise only the job's bytes read are checked."""
     c = cfg.access
     if level_total(profile, "bytes_read") < c.redundant_min_bytes:
-        return []  # no file can have read redundant_min_bytes
+        return False
+    tabs = [(mod, t) for mod in ("POSIX", "STDIO") if (t := profile.module(mod)) is not None]
+    ids = np.concatenate([t["file_id"] for _, t in tabs])
+    if len(ids) > 64 or len(set(ids.tolist())) < len(ids):
+        return True
+    get = lambda k: np.concatenate([pcol(profile, mod, f"{mod}_{k}") for mod, _ in tabs])  # noqa: E731
+    br, bw = get("BYTES_READ").astype("f8"), get("BYTES_WRITTEN").astype("f8")
+    size = np.maximum(get("MAX_BYTE_READ"), get("MAX_BYTE_WRITTEN")) + 1.0
+    size[(br + bw) == 0] = 0
+    return bool(((size > 0) & (br >= c.redundant_min_bytes) & (br / np.maximum(size, 1) >= c.redundant_factor)).any())
+
+
+def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
+    c = cfg.access
+    if not _may_reread(profile, cfg):
+        return []
     m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):

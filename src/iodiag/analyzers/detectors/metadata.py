@@ -45,12 +45,22 @@ def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
     return float(bins.max()), {k: int(kinds[OP[k]]) for k in ("readdir", "mkdir", "rename", "unlink") if kinds[OP[k]]}
 
 
+def _may_storm(profile: JobProfile, cfg: Config) -> bool:
+    """POSIX-level rows exist and (with no ops to add) their metadata counts reach min_ops."""
+    if profile.module("POSIX") is None and profile.module("STDIO") is None:
+        return False
+    return bool(len(profile.ops)) or sum(level_total(profile, k) for k in ("opens", "stats", "seeks", "fsyncs")) >= cfg.metadata.min_ops
+
+
+def _may_many(profile: JobProfile, cfg: Config) -> bool:
+    """At least small_files.count POSIX-level records (each small file has one)."""
+    return sum(len(t) for t in (profile.module("POSIX"), profile.module("STDIO")) if t is not None) >= cfg.small_files.count
+
+
 def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     c = cfg.metadata
-    if profile.module("POSIX") is None and profile.module("STDIO") is None:
-        return []  # no POSIX-level rows
-    if not len(profile.ops) and sum(level_total(profile, k) for k in ("opens", "stats", "seeks", "fsyncs")) < c.min_ops:
-        return []  # the counters below, and no ops to add to them
+    if not _may_storm(profile, cfg):
+        return []
     m = metrics_of(profile)
     lv = m.level
     counts = {k: int(lv[k].sum()) for k in ("opens", "stats", "seeks", "fsyncs")}
@@ -118,8 +128,8 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
     c = cfg.small_files
-    if sum(len(t) for t in (profile.module("POSIX"), profile.module("STDIO")) if t is not None) < c.count:
-        return []  # fewer POSIX-level records than the files needed
+    if not _may_many(profile, cfg):
+        return []
     m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):

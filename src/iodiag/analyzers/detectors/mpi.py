@@ -40,12 +40,25 @@ def _mpiio_per_file(mp, fids):
     return coll, indep, g("MPIIO_F_READ_TIME") + g("MPIIO_F_WRITE_TIME"), small
 
 
+def _may_contend(profile: JobProfile, cfg: Config) -> bool:
+    """Some file has writes and, without ops, the job has shared_min_ranks processes (ranks per file are
+    then m.file_ranks, at most m.nprocs)."""
+    if level_total(profile, "writes") <= 0:
+        return False
+    return bool(len(profile.ops)) or max(int(profile.job.nprocs), len(profile.processes), 1) >= cfg.access.shared_min_ranks
+
+
+def _may_indep(profile: JobProfile, cfg: Config) -> bool:
+    """A hit needs >= 2 ranks and indep >= max(min_ops // 10, 2 * ranks) on one file: the job must have that many."""
+    tot = module_sums(profile, "MPI-IO")
+    indep = sum(tot.get(f"MPIIO_{k}", 0.0) for k in ("INDEP_READS", "INDEP_WRITES", "NB_READS", "NB_WRITES"))
+    return indep >= max(cfg.access.min_ops // 10, 4)
+
+
 def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Finding]:
     c = cfg.access
-    if level_total(profile, "writes") <= 0:
-        return []  # no file has writes
-    if not len(profile.ops) and max(int(profile.job.nprocs), len(profile.processes), 1) < c.shared_min_ranks:
-        return []  # without ops, ranks per file are m.file_ranks, at most m.nprocs
+    if not _may_contend(profile, cfg):
+        return []
     m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):
@@ -92,9 +105,9 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     mp = profile.module("MPI-IO")
     if mp is None:
         return []
-    c, tot = cfg.access, module_sums(profile, "MPI-IO")
-    if sum(tot.get(f"MPIIO_{k}", 0.0) for k in ("INDEP_READS", "INDEP_WRITES", "NB_READS", "NB_WRITES")) < max(c.min_ops // 10, 4):
-        return []  # a hit needs >= 2 ranks and indep >= max(min_ops // 10, 2 * ranks) on one file
+    c = cfg.access
+    if not _may_indep(profile, cfg):
+        return []
     m = metrics_of(profile)
     fids = np.unique(mp["file_id"])
     coll, indep, t, small = _mpiio_per_file(mp, fids)

@@ -200,8 +200,12 @@ def std_file_ids(profile: JobProfile) -> np.ndarray:
 def level_total(profile: JobProfile, key: str) -> float:
     """Job total of one POSIX-level quantity (e.g. "writes", "opens") over POSIX and STDIO, from
     ``module_sums``: the sum of ``metrics_of(profile).level[key]`` without building the level table."""
-    return sum(module_sums(profile, mod).get(_LEVEL[mod][key], 0.0) for mod in ("POSIX", "STDIO")
-               if _LEVEL[mod][key] is not None)
+    d = memo(profile)
+    k = ("level_total", key)
+    if k not in d:
+        d[k] = sum(module_sums(profile, mod).get(_LEVEL[mod][key], 0.0) for mod in ("POSIX", "STDIO")
+                   if _LEVEL[mod][key] is not None)
+    return d[k]
 
 
 def _blocks_are_counters(t: Table, blocks: tuple) -> bool:
@@ -466,7 +470,7 @@ def posix_rw_sorted(profile: JobProfile) -> Table:
 def isin(a: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``np.isin(a, values)``; for a handful of values, by comparisons (no sort of a large ``a``)."""
     values = np.asarray(values)
-    if values.ndim == 1 and len(values) <= 8 and a.dtype.kind in "iu" and values.dtype == a.dtype and len(a) > 1000:
+    if values.ndim == 1 and len(values) <= 8 and a.dtype.kind in "iu" and values.dtype == a.dtype:
         out = np.zeros(len(a), bool)
         for v in values.tolist():
             out |= a == v

@@ -116,12 +116,15 @@ class _Mod:
         if self.t is None:
             return 0.0
         get = self._sums.get
+        if len(names) == 1:
+            return float(get(names[0], 0.0))
         return float(sum(get(n, 0.0) for n in names))
 
     def col(self, name: str) -> np.ndarray:
+        """The column with negatives as 0; integer counters stay integers (same values as float64 below 2**53)."""
         if self.t is None or name not in self.t:
             return np.zeros(0)
-        return pcol(self._profile, self._name, name, "f8")
+        return pcol(self._profile, self._name, name, "i8" if self.t[name].dtype.kind in "iu" else "f8")
 
 
 def _div(a: float, b: float) -> float:

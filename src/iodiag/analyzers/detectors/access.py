@@ -127,19 +127,18 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def _may_reread(profile: JobProfile, cfg: Config) -> bool:
-    """Whether some file can pass the test of detect_redundant_read.  When every file has one POSIX-level record,
-    per-file sums are that record's values and the test is made on the records with the same expressions as
-    metrics_of (same numbers, no level table); otherwise only the job's bytes read are checked."""
+    """The per-file test of detect_redundant_read without the level table: the POSIX then STDIO records
+    are the level rows, grouped and summed with the same expressions as metrics_of (same numbers)."""
     c = cfg.access
     if level_total(profile, "bytes_read") < c.redundant_min_bytes:
         return False
-    tabs = [(mod, t) for mod in ("POSIX", "STDIO") if (t := profile.module(mod)) is not None]
-    ids = np.concatenate([t["file_id"] for _, t in tabs])
-    if len(ids) > 64 or len(set(ids.tolist())) < len(ids):
-        return True
-    get = lambda k: np.concatenate([pcol(profile, mod, f"{mod}_{k}") for mod, _ in tabs])  # noqa: E731
-    br, bw = get("BYTES_READ").astype("f8"), get("BYTES_WRITTEN").astype("f8")
-    size = np.maximum(get("MAX_BYTE_READ"), get("MAX_BYTE_WRITTEN")) + 1.0
+    mods = [mod for mod in ("POSIX", "STDIO") if profile.module(mod) is not None]
+    fids, fidx = np.unique(np.concatenate([profile.module(mod)["file_id"] for mod in mods]), return_inverse=True)
+    get = lambda k: np.concatenate([pcol(profile, mod, f"{mod}_{k}") for mod in mods])  # noqa: E731
+    br = group_sum(fidx, get("BYTES_READ").astype("f8"), len(fids))
+    bw = group_sum(fidx, get("BYTES_WRITTEN").astype("f8"), len(fids))
+    size = np.zeros(len(fids))
+    np.maximum.at(size, fidx, np.maximum(get("MAX_BYTE_READ"), get("MAX_BYTE_WRITTEN")) + 1.0)
     size[(br + bw) == 0] = 0
     return bool(((size > 0) & (br >= c.redundant_min_bytes) & (br / np.maximum(size, 1) >= c.redundant_factor)).any())
 

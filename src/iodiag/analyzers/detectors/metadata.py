@@ -15,7 +15,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import file_paths, fmt_bytes, group_sum, level_total, metrics_of
+from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, metrics_of, pcol, std_file_ids
 from ._common import finding, pct, top_files, top_procs
 from ._zarr import chunk_grids, merge_plan, path_kind
 
@@ -46,10 +46,35 @@ def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
 
 
 def _may_storm(profile: JobProfile, cfg: Config) -> bool:
-    """POSIX-level rows exist and (with no ops to add) their metadata counts reach min_ops."""
+    """Whether detect_metadata_storm can find a reason, from job totals (no level table).  Without ops its
+    counts are these exact integer totals; the time share is checked with a margin far wider than the
+    rounding difference of summing seconds per module instead of over the level table."""
+    c = cfg.metadata
     if profile.module("POSIX") is None and profile.module("STDIO") is None:
         return False
-    return bool(len(profile.ops)) or sum(level_total(profile, k) for k in ("opens", "stats", "seeks", "fsyncs")) >= cfg.metadata.min_ops
+    if len(profile.ops):
+        return True  # peak rates and extra op kinds come from the ops
+    counts = {k: level_total(profile, k) for k in ("opens", "stats", "seeks", "fsyncs")}
+    n_meta = sum(counts.values())
+    if n_meta < c.min_ops:
+        return False
+    if n_meta / max(profile.job.runtime_s or 0.0, 1e-3) >= c.rate_per_s:
+        return True
+    data_ops = level_total(profile, "reads") + level_total(profile, "writes")
+    if counts["opens"] >= c.min_ops and counts["opens"] / max(data_ops, 1) >= c.opens_per_data_op:
+        return True
+    meta = level_total(profile, "meta_s")
+    total = meta + level_total(profile, "read_s") + level_total(profile, "write_s")
+    if (meta / total if total > 0 else 0.0) >= c.time_share * (1 - 1e-6):
+        return True
+    std_ids = std_file_ids(profile)
+    for mod in ("POSIX", "STDIO"):  # reopened (process, file) pairs
+        t = profile.module(mod)
+        if t is not None:
+            hit = (t["proc"] >= 0) & (pcol(profile, mod, f"{mod}_OPENS") >= c.reopen_count)
+            if hit.any() and (hit & ~isin(t["file_id"], std_ids)).any():
+                return True
+    return False
 
 
 def _may_many(profile: JobProfile, cfg: Config) -> bool:

@@ -344,25 +344,30 @@ def _attribute_shared(profile, lv, t_row, bytes_row, ops_row, proc_io, proc_byte
     np.minimum.at(first, pr["log"], pr["proc"])
     size = np.bincount(pr["log"], minlength=nlog)
     idx = np.flatnonzero(lv["proc"] < 0)
-    log = np.clip(lv["log"][idx], 0, nlog - 1)
+    log = np.minimum(np.maximum(lv["log"][idx], 0), nlog - 1)  # clip (integers)
     lo, k, slow = first[log], size[log], lv["slow_rank"][idx]
-    if not (k > 1).any():  # only 1-process logs: each record is all its process's (what the general case gives)
+    multi = k > 1
+    if not multi.any():  # only 1-process logs: each record is all its process's (what the general case gives)
         for arr, val in ((proc_io, t_row[idx]), (proc_bytes, bytes_row[idx]), (proc_ops, ops_row[idx])):
             np.add.at(arr, lo, val)
         return
-    ok = (k > 1) & (slow >= 0) & (slow < k)
+    every = bool(multi.all())  # then np.where(multi, a, b) below is a: skip it (same values)
+    ok = multi & (slow >= 0) & (slow < k)
+    all_ok = bool(ok.all())
     others = np.maximum(k - 1, 1)
+    even = 1.0 / np.maximum(k, 1)
+    target = lo + slow if all_ok else np.where(ok, lo + slow, lo)
     proc_log = np.zeros(n, "i8")
     proc_log[pr["proc"]] = pr["log"]
     for arr, val, part in ((proc_io, t_row[idx], lv["slow_s"][idx]), (proc_bytes, bytes_row[idx], lv["slow_bytes"][idx].astype("f8")),
                            (proc_ops, ops_row[idx], None)):
         if part is None:  # ops follow the bytes split
             part = val * np.divide(lv["slow_bytes"][idx], bytes_row[idx], out=np.zeros(len(idx)), where=bytes_row[idx] > 0)
-        frac = np.where(ok, np.clip(np.divide(part, val, out=np.zeros(len(idx)), where=val > 0), 0, 1), 1.0 / np.maximum(k, 1))
-        spread = np.where(k > 1, val * (1 - frac) / others, 0.0)
+        frac = np.clip(np.divide(part, val, out=np.zeros(len(idx)), where=val > 0), 0, 1)
+        frac = frac if all_ok else np.where(ok, frac, even)
+        spread = val * (1 - frac) / others if every else np.where(multi, val * (1 - frac) / others, 0.0)
         arr += np.bincount(log, weights=spread, minlength=nlog)[proc_log]
-        target = np.where(ok, lo + slow, lo)
-        np.add.at(arr, target, np.where(k > 1, val * frac - spread, val))
+        np.add.at(arr, target, val * frac - spread if every else np.where(multi, val * frac - spread, val))
 
 
 def _compute(profile: JobProfile) -> Metrics:

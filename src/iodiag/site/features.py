@@ -302,11 +302,11 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     return f
 
 
+_FINDING_DEFAULTS: dict[str, Any] = {c: v for fid in FINDING_IDS for c, v in ((f"finding_{_fid(fid)}", False), (f"finding_{_fid(fid)}_cost_s", 0.0))}
+
+
 def finding_columns(findings: Sequence[Finding]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for fid in FINDING_IDS:
-        out[f"finding_{_fid(fid)}"] = False
-        out[f"finding_{_fid(fid)}_cost_s"] = 0.0
+    out: dict[str, Any] = dict(_FINDING_DEFAULTS)
     ids, sev, cost = [], [], []
     for fnd in findings:
         c = float(fnd.est_cost_s) if fnd.est_cost_s is not None else math.nan
@@ -321,7 +321,10 @@ def finding_columns(findings: Sequence[Finding]) -> dict[str, Any]:
     out["finding_ids"], out["finding_severities"], out["finding_costs_s"] = ids, sev, cost
     out["n_findings"] = len(ids)
     out["worst_severity"] = min(sev, key=SEVERITY_ORDER.index) if sev else ""
-    out["findings_cost_s"] = float(np.nansum(cost)) if cost else 0.0
+    if len(cost) < 8:  # what np.nansum gives for fewer than 8 values: 0.0 + each non-NaN value in order
+        out["findings_cost_s"] = sum((c for c in cost if not math.isnan(c)), 0.0)
+    else:
+        out["findings_cost_s"] = float(np.nansum(cost))
     return out
 
 

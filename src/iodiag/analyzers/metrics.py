@@ -399,8 +399,13 @@ def _compute(profile: JobProfile) -> Metrics:
         proc_ops = np.bincount(p[is_rw], minlength=n)[:n].astype("f8")
     fids, fidx = np.unique(lv["file_id"], return_inverse=True) if len(lv) else (np.zeros(0, "u8"), np.zeros(0, "i8"))
     nf = len(fids)
-    fs = {k: group_sum(fidx, lv[k].astype("f8"), nf) for k in
-          ("reads", "writes", "bytes_read", "bytes_written", "read_s", "write_s", "meta_s", "opens", "stats", "seeks", "fsyncs")}
+    keys = ("reads", "writes", "bytes_read", "bytes_written", "read_s", "write_s", "meta_s", "opens", "stats", "seeks", "fsyncs")
+    if nf and nf == len(lv):  # one row per file: each sum is 0.0 + the row's value (>= +0.0), i.e. the value
+        mat = np.empty((len(keys), nf))
+        mat[:, fidx] = np.stack([lv[k] for k in keys])
+        fs = dict(zip(keys, mat))
+    else:
+        fs = {k: group_sum(fidx, lv[k].astype("f8"), nf) for k in keys}
     fs["size_bytes"] = np.zeros(nf)
     if nf:
         np.maximum.at(fs["size_bytes"], fidx, np.maximum(lv["max_read"], lv["max_written"]) + 1.0)

@@ -109,11 +109,11 @@ class _PosCols:
         return v
 
 
-def _pos_block_cols(profile: JobProfile, mod: str) -> _PosCols | None:
-    """The positive counter columns of a module from the loader's 2-D arrays (once per profile);
-    None when the table has no such arrays."""
+def _pos_blocks(profile: JobProfile, mod: str) -> list[tuple[tuple, np.ndarray]] | None:
+    """(names, the loader's 2-D counter array with negatives as 0) per non-empty array of a module, once per
+    profile; None when the table has no such arrays."""
     d = memo(profile)
-    key = ("pos", mod)
+    key = ("posraw", mod)
     if key not in d:
         t = profile.module(mod)
         blocks = t.blocks() if t is not None else None
@@ -124,9 +124,25 @@ def _pos_block_cols(profile: JobProfile, mod: str) -> _PosCols | None:
             if arr.ndim != 2 or arr.shape != (len(t), len(names)) or arr.dtype.kind not in "iuf":
                 parts = None
                 break
-            pos = np.ascontiguousarray(np.where(arr > 0, arr, 0).T)  # rows: contiguous columns, as col() gives
-            pos.flags.writeable = False
-            parts.append((_name_index(tuple(names)), pos))
+            parts.append((tuple(names), np.where(arr > 0, arr, 0)))
+        d[key] = parts
+    return d[key]
+
+
+def _pos_block_cols(profile: JobProfile, mod: str) -> _PosCols | None:
+    """The positive counter columns of a module from the loader's 2-D arrays (once per profile);
+    None when the table has no such arrays."""
+    d = memo(profile)
+    key = ("pos", mod)
+    if key not in d:
+        raw = _pos_blocks(profile, mod)
+        parts = None
+        if raw is not None:
+            parts = []
+            for names, p in raw:
+                pos = np.ascontiguousarray(p.T)  # rows: contiguous columns, as col() gives
+                pos.flags.writeable = False
+                parts.append((_name_index(names), pos))
         d[key] = _PosCols(parts) if parts is not None else None
     return d[key]
 
@@ -161,12 +177,17 @@ def module_sums(profile: JobProfile, mod: str) -> dict[str, float]:
     t = profile.module(mod)
     sums: dict[str, float] = {}
     blocks = t.blocks() if t is not None else None
-    if blocks and _blocks_are_counters(t, blocks):
+    raw = _pos_blocks(profile, mod) if blocks and _blocks_are_counters(t, blocks) else None
+    if raw is not None:
         # the columns are those of the loader's 2-D arrays: reduce those (same sums, no stacking)
-        for bn, arr in blocks:
-            if len(bn):
-                m = arr.astype("f8", copy=False)
-                sums.update(zip(bn, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
+        for bn, p in raw:
+            if p.dtype.kind in "iu" and int(p.max()) * len(p) < 2 ** 53:
+                # integer counts: every partial sum is an integer below 2**53, so the float64 row-by-row
+                # sum is exact and equals the integer sum
+                vals = p.sum(axis=0).astype("f8").tolist()
+            else:  # as np.where(m > 0, m, 0.0) of the float64 array: same values, same layout, same sums
+                vals = p.astype("f8", copy=False).sum(axis=0).tolist()
+            sums.update(zip(bn, vals))
     elif t is not None:
         names = [n for n, a in t.items() if n.isupper() and a.dtype.kind in "iuf"]
         if names:
@@ -211,12 +232,14 @@ def level_total(profile: JobProfile, key: str) -> float:
 def _blocks_are_counters(t: Table, blocks: tuple) -> bool:
     """Whether the upper-case numeric columns of ``t`` are exactly the blocks' columns, in order (checked on the
     few leading columns instead of all of them: the loader puts the blocks' columns last)."""
-    names = [n for bn, _ in blocks for n in bn]
-    if not names or any(len(bn) == 1 for bn, _ in blocks) or any(a.dtype.kind not in "iuf" for bn, a in blocks if len(bn)):
-        return False
-    keys = list(t.columns)
-    head, tail = keys[: len(keys) - len(names)], keys[len(keys) - len(names):]
-    return tail == names and not any(n.isupper() and t[n].dtype.kind in "iuf" for n in head)
+    names: tuple = ()
+    for bn, a in blocks:
+        if len(bn) == 1 or (len(bn) and a.dtype.kind not in "iuf"):
+            return False
+        names += tuple(bn)
+    keys = tuple(t.columns)
+    k = len(keys) - len(names)
+    return bool(names) and k >= 0 and keys[k:] == names and not any(n.isupper() and t[n].dtype.kind in "iuf" for n in keys[:k])
 
 
 def _level_cols(profile: JobProfile, t: Table, mod: str) -> dict[str, np.ndarray]:

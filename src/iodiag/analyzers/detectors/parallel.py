@@ -14,7 +14,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, median, metrics_of, peer_mask, robust_z
+from ..metrics import col, fmt_bytes, group_sum, median, metrics_of, pcol, peer_mask, robust_z
 from ._common import finding, top_files
 
 # highest interface first: the level at which the application itself asks for data
@@ -196,15 +196,14 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
                     f"(today {len(heavy)} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")]
 
 
-def _data_ops(t, pre: str) -> np.ndarray:
-    return col(t, f"{pre}_READS") + col(t, f"{pre}_WRITES")
+def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
+    return pcol(profile, mod, f"{pre}_READS") + pcol(profile, mod, f"{pre}_WRITES")
 
 
 def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
     if len(profile.processes) < 2:
         return []  # eligible ranks are at most one per process row
-    m = metrics_of(profile)
-    n = m.nprocs
+    n = max(int(profile.job.nprocs), len(profile.processes), 1)  # metrics_of(profile).nprocs
     logs = profile.processes["log"]
     # only ranks of one parallel program (a log of >= 2 processes); separate 1-process logs are separate programs
     eligible = np.zeros(n, bool)
@@ -213,9 +212,11 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         return []
     for mod, pre in _LEVELS:
         t = profile.module(mod)
-        if t is None or _data_ops(t, pre).sum() == 0:
+        if t is None:
             continue
-        ops = _data_ops(t, pre)
+        ops = _data_ops(profile, mod, pre)
+        if ops.sum() == 0:
+            continue
         if ((t["rank"] < 0) & (ops > 0)).any():
             return []  # a shared record hides which ranks did the work
         per = np.bincount(t["proc"][ops > 0], weights=ops[ops > 0], minlength=n)[:n]
@@ -224,6 +225,7 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
             return []
         n = int(eligible.sum())
         active = n - len(idle)
+        m = metrics_of(profile)
         cost = m.critical_io_s * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
               "data_ops_on_active": int(per.sum()), "critical_io_s": m.critical_io_s}

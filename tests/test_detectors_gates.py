@@ -113,3 +113,21 @@ def test_median_is_numpys():
         for x in (rng.random(n), rng.integers(0, 5, n), rng.integers(-2**40, 2**40, n), np.round(rng.random(n), 1)):
             assert median(x) == float(np.median(x))
     assert np.isnan(median(np.array([1.0, np.nan, 3.0])))
+
+
+def test_level_table_from_counter_arrays_matches_the_column_path(monkeypatch):
+    """level_rows takes POSIX-level columns from the loader's counter arrays by fancy indexing; the
+    column-by-column path (col() per name, then concatenation) gives the same table."""
+    from iodiag.analyzers import metrics
+
+    checked = 0
+    for name, make in _profiles(()):
+        fast = metrics.level_rows(make())
+        with monkeypatch.context() as mp:
+            mp.setattr(metrics, "_level_mats", lambda *_a: None)
+            slow = metrics.level_rows(make())
+        assert fast.columns == slow.columns, name
+        for c in slow.columns:
+            assert fast[c].dtype == slow[c].dtype and np.array_equal(fast[c], slow[c]), (name, c)
+        checked += len(slow) > 0
+    assert checked >= 100

@@ -257,8 +257,72 @@ def _level_cols(profile: JobProfile, t: Table, mod: str) -> dict[str, np.ndarray
     return out
 
 
+_INT_KEYS = tuple(k for k in _LEVEL["POSIX"] if k not in _FLOAT)
+_FLT_KEYS = tuple(k for k in _LEVEL["POSIX"] if k in _FLOAT)
+
+
+@functools.lru_cache(maxsize=64)
+def _level_index(mod: str, layout: tuple) -> tuple | None:
+    """Where a module's POSIX-level names sit in its positive counter arrays (``layout``: (names, dtype kind)
+    per array): for the integer and the float keys, (array number, column per key, positions of keys whose
+    name the arrays lack); None when a kind's keys are spread over arrays or sit in an array of the other kind."""
+    plan = []
+    for keys, kinds in ((_INT_KEYS, "iu"), (_FLT_KEYS, "f")):
+        blk, idx, missing = None, [], []
+        for i, k in enumerate(keys):
+            name = _LEVEL[mod][k]
+            where = [(b, names.index(name)) for b, (names, _) in enumerate(layout) if name is not None and name in names]
+            if not where:
+                idx.append(0)
+                missing.append(i)
+                continue
+            b, j = where[0]
+            if layout[b][1] not in kinds or blk not in (None, b):
+                return None
+            blk = b
+            idx.append(j)
+        if blk is None:
+            return None
+        plan.append((blk, np.array(idx), missing))
+    return tuple(plan)
+
+
+def _level_mats(profile: JobProfile, mod: str, t: Table) -> list[np.ndarray] | None:
+    """(rows, integer keys) and (rows, float keys) matrices of ``col`` values of a module's POSIX-level names,
+    taken from its positive counter arrays by one fancy index each; None when that does not apply."""
+    raw = _pos_blocks(profile, mod)
+    if raw is None:
+        return None
+    plan = _level_index(mod, tuple((names, p.dtype.kind) for names, p in raw))
+    if plan is None:
+        return None
+    mats = []
+    for (blk, idx, missing), keys, dtype in zip(plan, (_INT_KEYS, _FLT_KEYS), ("i8", "f8")):
+        if any(_LEVEL[mod][keys[i]] is not None and _LEVEL[mod][keys[i]] in t for i in missing):
+            return None  # a level name outside the counter arrays: let col() read it
+        m = raw[blk][1][:, idx].astype(dtype, copy=False)
+        if missing:
+            m[:, missing] = 0
+        mats.append(m)
+    return mats
+
+
 def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO")) -> Table:
     """POSIX-level counter rows of several modules in one table with common names."""
+    tabs = [(mod, t) for mod in modules if (t := profile.module(mod)) is not None]
+    mats = [_level_mats(profile, mod, t) for mod, t in tabs]
+    if tabs and all(m is not None for m in mats):
+        # same columns as the general path below, built as two matrices (no per-column concatenation)
+        one = len(tabs) == 1
+        cat = (lambda arrs: arrs[0]) if one else np.concatenate  # noqa: E731
+        cols = {c: cat([t[c] for _, t in tabs]) for c in ("proc", "rank", "file_id")}
+        cols["log"] = cat([t["log"] if "log" in t else np.zeros(len(t), "i8") for _, t in tabs])
+        cols["module"] = np.repeat(np.array([mod for mod, _ in tabs], dtype=object), [len(t) for _, t in tabs])
+        for j, keys in enumerate((_INT_KEYS, _FLT_KEYS)):
+            m = mats[0][j] if one else np.concatenate([x[j] for x in mats])
+            cols.update(zip(keys, np.ascontiguousarray(m.T)))  # rows of the transposed copy: contiguous columns
+        return Table._trusted({**{c: cols[c] for c in ("proc", "rank", "file_id", "log", "module")},
+                               **{k: cols[k] for k in _LEVEL["POSIX"]}})
     parts = []
     for mod in modules:
         t = profile.module(mod)

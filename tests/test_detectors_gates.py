@@ -131,3 +131,20 @@ def test_level_table_from_counter_arrays_matches_the_column_path(monkeypatch):
             assert fast[c].dtype == slow[c].dtype and np.array_equal(fast[c], slow[c]), (name, c)
         checked += len(slow) > 0
     assert checked >= 100
+
+
+def test_few_shared_records_attributed_like_the_vector_code(monkeypatch):
+    """Shared records (rank -1) of a few rows are split over processes in Python floats; the NumPy code
+    used for many rows gives bit-identical per-process arrays on every corpus log that has them."""
+    from iodiag.analyzers import metrics
+
+    checked = 0
+    for name, make in _profiles(()):
+        few = metrics._compute(make())
+        with monkeypatch.context() as mp:
+            mp.setattr(metrics, "_FEW_SHARED", -1)
+            vec = metrics._compute(make())
+        for a in ("proc_io_s", "proc_bytes", "proc_ops"):
+            assert getattr(few, a).tobytes() == getattr(vec, a).tobytes(), (name, a)
+        checked += bool((few.level["proc"] < 0).any()) and len(make().processes) > 1
+    assert checked >= 20, checked

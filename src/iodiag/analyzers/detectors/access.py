@@ -128,17 +128,28 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 def _may_reread(profile: JobProfile, cfg: Config) -> bool:
     """The per-file test of detect_redundant_read without the level table: the POSIX then STDIO records
-    are the level rows, grouped and summed with the same expressions as metrics_of (same numbers)."""
+    are the level rows, grouped and summed with the same expressions as metrics_of (same numbers); a few
+    records are grouped in Python floats (the same operations in the same order)."""
     c = cfg.access
     if level_total(profile, "bytes_read") < c.redundant_min_bytes:
         return False
     mods = [mod for mod in ("POSIX", "STDIO") if profile.module(mod) is not None]
+    get = lambda mod, k: pcol(profile, mod, f"{mod}_{k}")  # noqa: E731
+    if sum(len(profile.module(mod)) for mod in mods) <= 64:
+        acc: dict[int, list[float]] = {}
+        for mod in mods:
+            cols = [get(mod, k).tolist() for k in ("BYTES_READ", "BYTES_WRITTEN", "MAX_BYTE_READ", "MAX_BYTE_WRITTEN")]
+            for fid, r, w, mr, mw in zip(profile.module(mod)["file_id"].tolist(), *cols):
+                a = acc.setdefault(fid, [0.0, 0.0, 0.0])
+                a[0], a[1], a[2] = a[0] + r, a[1] + w, max(a[2], max(mr, mw) + 1.0)
+        return any(br + bw != 0 and size > 0 and br >= c.redundant_min_bytes and br / max(size, 1) >= c.redundant_factor
+                   for br, bw, size in acc.values())
     fids, fidx = np.unique(np.concatenate([profile.module(mod)["file_id"] for mod in mods]), return_inverse=True)
-    get = lambda k: np.concatenate([pcol(profile, mod, f"{mod}_{k}") for mod in mods])  # noqa: E731
-    br = group_sum(fidx, get("BYTES_READ").astype("f8"), len(fids))
-    bw = group_sum(fidx, get("BYTES_WRITTEN").astype("f8"), len(fids))
+    cat = lambda k: np.concatenate([get(mod, k) for mod in mods])  # noqa: E731
+    br = group_sum(fidx, cat("BYTES_READ").astype("f8"), len(fids))
+    bw = group_sum(fidx, cat("BYTES_WRITTEN").astype("f8"), len(fids))
     size = np.zeros(len(fids))
-    np.maximum.at(size, fidx, np.maximum(get("MAX_BYTE_READ"), get("MAX_BYTE_WRITTEN")) + 1.0)
+    np.maximum.at(size, fidx, np.maximum(cat("MAX_BYTE_READ"), cat("MAX_BYTE_WRITTEN")) + 1.0)
     size[(br + bw) == 0] = 0
     return bool(((size > 0) & (br >= c.redundant_min_bytes) & (br / np.maximum(size, 1) >= c.redundant_factor)).any())
 

@@ -68,18 +68,12 @@ def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:
     return np.where(a > 0, a, 0).astype(dtype, copy=False)
 
 
-_MEMO: dict[int, tuple[weakref.ref, dict]] = {}
-
-
 def memo(profile: JobProfile) -> dict:
-    """A dict living as long as the profile object, for data derived from it once (profiles are not
-    modified after loading; arrays stored here are read-only)."""
-    key = id(profile)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0]() is profile:
-        return hit[1]
-    d: dict = {}
-    _MEMO[key] = (weakref.ref(profile, lambda _r, k=key: _MEMO.pop(k, None)), d)
+    """A dict kept on the profile object (as ``JobProfile.path_of`` keeps its map), for data derived from it
+    once; profiles are not modified after loading, and arrays stored here are read-only."""
+    d = profile.__dict__.get("_derived")
+    if d is None:
+        d = profile.__dict__["_derived"] = {}
     return d
 
 

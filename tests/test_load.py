@@ -202,3 +202,38 @@ def test_partial_modules_are_reported():
     assert prof.job.partial_modules
     partial = [i for i in prof.issues_seen if i.kind == "partial-module"]
     assert partial and all("DARSHAN_CONFIG_PATH" in (i.next_step or "") for i in partial)
+
+
+def _lustre_logs() -> list[str]:
+    import csv
+
+    with open(CORPUS / "MANIFEST.tsv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if "LUSTRE" in r["modules_present"]]
+    return [r["path"] for r in rows if not r["modules_present"].startswith("(unreadable")]
+
+
+@pytest.mark.parametrize("rel", [p for p in _lustre_logs() if "dlio_logs" not in p] + [p for p in _lustre_logs() if "dlio_logs" in p][:2])
+def test_lustre_records_equal_pydarshan(rel):
+    """Stripe size/count of the first component and the OST ids, record by record, as pydarshan's own reader gives them."""
+    from darshan.backend import cffi_backend as be
+
+    from iodiag.analyzers.readers.darshan import read_log
+
+    path = str(CORPUS / rel)
+    ours = read_log(path, ("LUSTRE",), names=False)["mods"]["LUSTRE"]
+    log = be.log_open(path)
+    try:
+        theirs = []
+        while (rec := be._log_get_lustre_record(log, dtype="dict")) is not None:
+            theirs.append(rec)
+    finally:
+        be.log_close(log)
+    assert len(theirs) == len(ours["file_id"]) > 0
+    for i, rec in enumerate(theirs):
+        comps = rec["components"]
+        assert int(ours["file_id"][i]) == int(rec["id"]) and int(ours["rank"][i]) == int(rec["rank"])
+        first = comps[0]["counters"] if comps else {}
+        assert int(ours["stripe_size"][i]) == int(first.get("LUSTRE_COMP_STRIPE_SIZE", 0))
+        assert int(ours["stripe_count"][i]) == int(first.get("LUSTRE_COMP_STRIPE_COUNT", 0))
+        ids = [int(o) for c in comps for o in c["ost_ids"]]
+        assert ours["osts"][i] == ",".join(map(str, ids))

@@ -124,34 +124,59 @@ def _read_generic(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
 
 
 def _read_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
-    ffi, _ = lib()
+    """LUSTRE records: the first component's stripe size/count and the OST ids as a "1,2,3" string.
+
+    darshan-util allocates each record as one block: the record struct, then its
+    components, then its OST ids.  Each block is copied out as bytes (one copy, no
+    attribute access per field) and all of them are decoded together with NumPy.
+    """
+    ffi, L = lib()
     names = counter_names("LUSTRE_COMP")
     si, sc = names.index("LUSTRE_COMP_STRIPE_SIZE"), names.index("LUSTRE_COMP_STRIPE_COUNT")
-    ids, ranks, ssize, scount, osts = [], [], [], [], []
-    cast, unpack = ffi.cast, ffi.unpack
-    for p in _iter_raw(handle, idx, None, losses, "LUSTRE"):
-        rec = cast("struct darshan_lustre_record *", p)
-        ncomp = int(rec.num_comps)
-        first_size = first_count = 0
-        ost_str = ""
-        if ncomp > 0:
-            comps = rec.comps
-            first = comps[0].counters
-            first_size, first_count = int(first[si]), int(first[sc])
-            # each component's OST ids follow the previous one's: together, the first sum(counts) ids
-            total = max(first_count, 0)
-            for c in range(1, ncomp):
-                total += max(int(comps[c].counters[sc]), 0)
-            if total:
-                ost_str = ",".join(map(str, unpack(cast("int64_t *", rec.ost_ids), total)))
-        base = rec.base_rec
-        ids.append(int(base.id))
-        ranks.append(int(base.rank))
-        ssize.append(first_size)
-        scount.append(first_count)
-        osts.append(ost_str)
+    rec_words = ffi.sizeof("struct darshan_lustre_record") // 8
+    comp_words = ffi.sizeof("struct darshan_lustre_component") // 8
+    get, free, buffer, null = L.darshan_log_get_record, L.darshan_free, ffi.buffer, ffi.NULL
+    slot = ffi.new("int64_t **")  # the record comes back already typed as 64-bit words
+    vslot = ffi.cast("void **", slot)
+    blocks: list[bytes] = []
+    while True:
+        slot[0] = null  # darshan-util allocates each record (its size depends on the record)
+        r = get(handle, idx, vslot)
+        if r < 0:
+            losses.append(("LUSTRE", "darshan-util could not decode a record (log damaged or truncated); later records of this module are lost"))
+            break
+        if r == 0:
+            break
+        p = slot[0]
+        ncomp, nstripes = p[2], p[3]
+        if ncomp < 1:
+            n = 4  # base record, num_comps, num_stripes: no components were stored
+        else:
+            n = rec_words + ncomp * comp_words + max(nstripes, 0)
+        blocks.append(bytes(buffer(p, n * 8)))
+        free(p)
+    sizes = np.fromiter((len(b) // 8 for b in blocks), dtype="i8", count=len(blocks))
+    w = np.frombuffer(b"".join(blocks), dtype="<i8")
+    at = np.zeros(len(blocks), "i8")
+    np.cumsum(sizes[:-1], out=at[1:])
+    ncomp = w[at + 2] if len(blocks) else np.zeros(0, "i8")
+    nstripes = np.maximum(w[at + 3], 0) if len(blocks) else np.zeros(0, "i8")
+    has = ncomp > 0
+    comps = at + rec_words  # word offset of the first component
+    ssize = np.where(has, w[np.where(has, comps + si, 0)], 0) if len(blocks) else np.zeros(0, "i8")
+    scount = np.where(has, w[np.where(has, comps + sc, 0)], 0) if len(blocks) else np.zeros(0, "i8")
+    # each component's OST ids follow the previous one's: together, the first sum(counts) ids
+    total = np.zeros(len(blocks), "i8")
+    for c in range(int(ncomp.max()) if len(blocks) else 0):
+        live = ncomp > c
+        total[live] += np.maximum(w[comps[live] + c * comp_words + sc], 0)
+    total = np.minimum(total, nstripes)  # never past the ids the record holds
+    first_ost = comps + np.maximum(ncomp, 0) * comp_words
+    ost_lists = w.tolist() if total.any() else []
+    osts = [",".join(map(str, ost_lists[o:o + t])) if t else "" for o, t in zip(first_ost.tolist(), total.tolist())]
     return {
-        "file_id": np.asarray(ids, dtype="u8"), "rank": np.asarray(ranks, dtype="i8"),
+        "file_id": w[at].view("u8").copy() if len(blocks) else np.zeros(0, "u8"),
+        "rank": w[at + 1].copy() if len(blocks) else np.zeros(0, "i8"),
         "stripe_size": np.asarray(ssize, dtype="i8"), "stripe_count": np.asarray(scount, dtype="i8"),
         "osts": np.asarray(osts, dtype=object),
     }

@@ -4,7 +4,11 @@ Every detector needs the same few aggregates: per-file and per-process op
 counts, bytes and I/O seconds, the access-size histogram, and the job's total
 I/O time that cost shares are divided by.  ``metrics_of(profile)`` computes
 them once per profile (cached while the profile lives) so that twenty
-detectors do not each regroup 600k DXT segments.
+detectors do not each regroup 600k DXT segments.  Cheaper pieces are kept on
+the profile too (``memo``): counter columns with negatives as 0 (``pcol``, one
+``where`` per loader counter array) and column sums per module
+(``module_sums``), which detectors use to exit early when a job total proves
+that no file can reach their threshold, and which site features share.
 
 Conventions
 -----------

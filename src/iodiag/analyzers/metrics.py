@@ -147,7 +147,7 @@ def _pos_block_cols(profile: JobProfile, mod: str) -> _PosCols | None:
 
 def pcol(profile: JobProfile, mod: str, name: str | None, dtype: str = "i8") -> np.ndarray:
     """``col(profile.module(mod), name, dtype)`` computed once per profile; read-only (copy before changing it)."""
-    d = memo(profile)
+    d = profile.__dict__.get("_derived") or memo(profile)
     key = (mod, name, dtype)
     a = d.get(key)
     if a is None:
@@ -168,10 +168,11 @@ def pcol(profile: JobProfile, mod: str, name: str | None, dtype: str = "i8") -> 
 def module_sums(profile: JobProfile, mod: str) -> dict[str, float]:
     """Column sums of a module's upper-case numeric (counter) columns, negatives (Darshan's 'not measured')
     as 0, once per profile; {} when the job has no such module.  Each column adds up row by row in float64."""
-    d = memo(profile)
+    d = profile.__dict__.get("_derived") or memo(profile)
     key = ("sums", mod)
-    if key in d:
-        return d[key]
+    got = d.get(key)
+    if got is not None:
+        return got
     t = profile.module(mod)
     sums: dict[str, float] = {}
     blocks = t.blocks() if t is not None else None
@@ -219,7 +220,7 @@ def std_file_ids(profile: JobProfile) -> np.ndarray:
 def level_total(profile: JobProfile, key: str) -> float:
     """Job total of one POSIX-level quantity (e.g. "writes", "opens") over POSIX and STDIO, from
     ``module_sums``: the sum of ``metrics_of(profile).level[key]`` without building the level table."""
-    d = memo(profile)
+    d = profile.__dict__.get("_derived") or memo(profile)
     k = ("level_total", key)
     if k not in d:
         d[k] = sum(module_sums(profile, mod).get(_LEVEL[mod][key], 0.0) for mod in ("POSIX", "STDIO")

@@ -42,7 +42,9 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     mem = 0.0
     cnt = [mod for mod in partial if mod in _COUNTER_MODS]
     if cnt:
-        recs = max(int(np.bincount(np.clip(profile.counters[mod]["proc"], 0, None)).max()) for mod in cnt if profile.module(mod) is not None)
+        # a partial module may hold no decoded records (not read, or every record lost): the floor applies
+        recs = max((int(np.bincount(np.clip(t["proc"], 0, None)).max()) for t in map(profile.module, cnt)
+                    if t is not None and len(t)), default=0)
         need = _pow2(max(4 * recs, 4096))
         ev["records_per_process_seen"] = recs
         lines.append(f"MAX_RECORDS {need} {','.join(cnt)}")

@@ -217,3 +217,13 @@ def test_capped_trace_pattern_completed_from_counters():
     assert "DXT kept 65,465 of 600,000" in f.recommendation
     assert "292,081 small ops step through the file at a constant gap between accesses of 506,752 B" in f.recommendation
     assert "random-access" not in findings_of("generated/tight-64B-pwrite-pread-dxt-capped/*.darshan")
+
+
+def test_partial_counter_module_that_was_not_decoded_still_gives_config_lines():
+    # site ingest may be configured to decode fewer modules than the header marks partial:
+    # STDIO is partial in this log but only POSIX is read, so no STDIO record is at hand
+    prof = load_job([str(CORPUS / STDIO_PARTIAL)], modules=("POSIX",))
+    assert "STDIO" in prof.job.partial_modules and prof.module("STDIO") is None
+    f = next(f for f in diagnose(prof, Config()) if f.id == "partial-log")
+    assert "MAX_RECORDS 4096 STDIO" in f.recommendation  # the floor, since no record count was seen
+    assert f.evidence["records_per_process_seen"] == 0

@@ -69,3 +69,23 @@ def test_every_finding_has_numbers_and_advice():
             assert all(isinstance(v, (int, float, str, bool, list, type(None))) for v in f.evidence.values())
             if f.est_cost_s is not None:
                 assert f.est_cost_s >= 0 and 0 <= (f.cost_share or 0) <= 1
+
+
+def test_report_spread_is_the_detectors_per_process_time():
+    """The report's per-process line and the straggler/imbalance detectors read one set of numbers:
+    POSIX-level seconds (MPI-IO time is not added on top of the POSIX time beneath it), shared
+    records credited to their slowest rank."""
+    import numpy as np
+
+    from iodiag.analyzers.metrics import metrics_of
+    from iodiag.analyzers.summary import spread
+    from test_detectors_controls import CORPUS, IMBALANCED, load_job
+
+    prof = load_job([str(CORPUS / IMBALANCED)])
+    sp = spread(prof)
+    per = metrics_of(prof).proc_io_s
+    assert sp.processes == len(prof.processes) == 496
+    assert sp.max_s == pytest.approx(float(per.max())) and sp.median_s == pytest.approx(float(np.median(per)))
+    assert sp.slowest[0] == 0 == by(IMBALANCED, "rank-imbalance").processes[0]
+    # every POSIX-level second is someone's: the per-process times add up to the job's I/O time
+    assert float(per.sum()) == pytest.approx(metrics_of(prof).total_io_s, rel=1e-9)

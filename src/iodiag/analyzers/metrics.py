@@ -4,7 +4,11 @@ Every detector needs the same few aggregates: per-file and per-process op
 counts, bytes and I/O seconds, the access-size histogram, and the job's total
 I/O time that cost shares are divided by.  ``metrics_of(profile)`` computes
 them once per profile (cached while the profile lives) so that twenty
-detectors do not each regroup 600k DXT segments.
+detectors do not each regroup 600k DXT segments.  Cheaper pieces are kept on
+the profile too (``memo``): counter columns with negatives as 0 (``pcol``, one
+``where`` per loader counter array) and column sums per module
+(``module_sums``), which detectors use to exit early when a job total proves
+that no file can reach their threshold, and which site features share.
 
 Conventions
 -----------
@@ -22,6 +26,7 @@ Conventions
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass, field
 
@@ -67,26 +72,256 @@ def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:
     return np.where(a > 0, a, 0).astype(dtype, copy=False)
 
 
-def _level_cols(t: Table, mod: str) -> dict[str, np.ndarray]:
-    """``col`` for every POSIX-level name of a module, in one NumPy pass per dtype (same values)."""
-    out: dict[str, np.ndarray] = {}
-    n = len(t)
-    for dtype, floats in (("i8", False), ("f8", True)):
-        keys = [k for k in _LEVEL[mod] if (k in _FLOAT) == floats]
-        present = [(k, t[_LEVEL[mod][k]]) for k in keys if _LEVEL[mod][k] is not None and _LEVEL[mod][k] in t]
-        if present and len({a.dtype for _, a in present}) == 1:
-            m = np.stack([a for _, a in present])
-            m = np.where(m > 0, m, 0).astype(dtype, copy=False)
-            got = dict(zip((k for k, _ in present), m))
+def memo(profile: JobProfile) -> dict:
+    """A dict kept on the profile object (as ``JobProfile.path_of`` keeps its map), for data derived from it
+    once; profiles are not modified after loading, and arrays stored here are read-only."""
+    d = profile.__dict__.get("_derived")
+    if d is None:
+        d = profile.__dict__["_derived"] = {}
+    return d
+
+
+@functools.lru_cache(maxsize=256)
+def _name_index(names: tuple) -> dict[str, int]:
+    return {n: i for i, n in enumerate(names)}
+
+
+class _PosCols:
+    """Name -> positive column (as ``col`` gives it, before the cast) of a module's 2-D counter arrays:
+    one ``where`` per array; a column's view is made when first asked for."""
+
+    __slots__ = ("_blocks", "_views")
+
+    def __init__(self, blocks: list) -> None:
+        self._blocks = blocks  # [(name -> row, positive array transposed: one contiguous row per column)]
+        self._views: dict[str, np.ndarray] = {}
+
+    def get(self, name: str) -> np.ndarray | None:
+        v = self._views.get(name)
+        if v is None:
+            for index, pos in self._blocks:
+                j = index.get(name)
+                if j is not None:
+                    v = self._views[name] = pos[j]
+                    break
+        return v
+
+
+def _pos_blocks(profile: JobProfile, mod: str) -> list[tuple[tuple, np.ndarray]] | None:
+    """(names, the loader's 2-D counter array with negatives as 0) per non-empty array of a module, once per
+    profile; None when the table has no such arrays."""
+    d = memo(profile)
+    key = ("posraw", mod)
+    if key not in d:
+        t = profile.module(mod)
+        blocks = t.blocks() if t is not None else None
+        parts: list | None = [] if blocks else None
+        for names, arr in blocks or ():
+            if not len(names):
+                continue
+            if arr.ndim != 2 or arr.shape != (len(t), len(names)) or arr.dtype.kind not in "iuf":
+                parts = None
+                break
+            parts.append((tuple(names), np.where(arr > 0, arr, 0)))
+        d[key] = parts
+    return d[key]
+
+
+def _pos_block_cols(profile: JobProfile, mod: str) -> _PosCols | None:
+    """The positive counter columns of a module from the loader's 2-D arrays (once per profile);
+    None when the table has no such arrays."""
+    d = memo(profile)
+    key = ("pos", mod)
+    if key not in d:
+        raw = _pos_blocks(profile, mod)
+        parts = None
+        if raw is not None:
+            parts = []
+            for names, p in raw:
+                pos = np.ascontiguousarray(p.T)  # rows: contiguous columns, as col() gives
+                pos.flags.writeable = False
+                parts.append((_name_index(names), pos))
+        d[key] = _PosCols(parts) if parts is not None else None
+    return d[key]
+
+
+def pcol(profile: JobProfile, mod: str, name: str | None, dtype: str = "i8") -> np.ndarray:
+    """``col(profile.module(mod), name, dtype)`` computed once per profile; read-only (copy before changing it)."""
+    d = profile.__dict__.get("_derived") or memo(profile)
+    key = (mod, name, dtype)
+    a = d.get(key)
+    if a is None:
+        t = profile.module(mod)
+        cols = _pos_block_cols(profile, mod) if name is not None else None
+        got = cols.get(name) if cols is not None else None
+        if t is None:
+            a = np.zeros(0, dtype=dtype)
+        elif got is not None:
+            a = got.astype(dtype, copy=False)
         else:
-            got = {k: col(t, _LEVEL[mod][k], dtype) for k, _ in present}
-        for k in keys:
-            out[k] = got[k] if k in got else np.zeros(n, dtype=dtype)
-    return {k: out[k] for k in _LEVEL[mod]}
+            a = col(t, name, dtype)
+        a.flags.writeable = False
+        d[key] = a
+    return a
+
+
+def module_sums(profile: JobProfile, mod: str) -> dict[str, float]:
+    """Column sums of a module's upper-case numeric (counter) columns, negatives (Darshan's 'not measured')
+    as 0, once per profile; {} when the job has no such module.  Each column adds up row by row in float64."""
+    d = profile.__dict__.get("_derived") or memo(profile)
+    key = ("sums", mod)
+    got = d.get(key)
+    if got is not None:
+        return got
+    t = profile.module(mod)
+    sums: dict[str, float] = {}
+    blocks = t.blocks() if t is not None else None
+    raw = _pos_blocks(profile, mod) if blocks and _blocks_are_counters(t, blocks) else None
+    if raw is not None:
+        # the columns are those of the loader's 2-D arrays: reduce those (same sums, no stacking)
+        for bn, p in raw:
+            if p.dtype.kind in "iu" and int(p.max()) * len(p) < 2 ** 53:
+                # integer counts: every partial sum is an integer below 2**53, so the float64 row-by-row
+                # sum is exact and equals the integer sum
+                vals = p.sum(axis=0).astype("f8").tolist()
+            else:  # as np.where(m > 0, m, 0.0) of the float64 array: same values, same layout, same sums
+                vals = p.astype("f8", copy=False).sum(axis=0).tolist()
+            sums.update(zip(bn, vals))
+    elif t is not None:
+        names = [n for n, a in t.items() if n.isupper() and a.dtype.kind in "iuf"]
+        if names:
+            m = np.stack([t[n] for n in names], axis=1).astype("f8", copy=False)
+            sums = dict(zip(names, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
+    d[key] = sums
+    return sums
+
+
+def file_paths(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
+    """(path of each ``metrics_of(profile).file_ids`` entry ("" when unnamed), whether it is stdin/stdout/stderr),
+    once per profile."""
+    d = memo(profile)
+    if "file_paths" not in d:
+        paths = profile.path_of()
+        p = np.array([paths.get(f, "") for f in metrics_of(profile).file_ids.tolist()], dtype=object)
+        std = np.isin(p, ("<STDIN>", "<STDOUT>", "<STDERR>")) if len(p) else np.zeros(0, bool)
+        p.flags.writeable = std.flags.writeable = False
+        d["file_paths"] = (p, std)
+    return d["file_paths"]
+
+
+def std_file_ids(profile: JobProfile) -> np.ndarray:
+    """File ids named <STDIN>, <STDOUT> or <STDERR>, once per profile."""
+    d = memo(profile)
+    if "std_ids" not in d:
+        d["std_ids"] = np.array([f for f, p in profile.path_of().items() if p in ("<STDIN>", "<STDOUT>", "<STDERR>")], dtype="u8")
+    return d["std_ids"]
+
+
+def level_total(profile: JobProfile, key: str) -> float:
+    """Job total of one POSIX-level quantity (e.g. "writes", "opens") over POSIX and STDIO, from
+    ``module_sums``: the sum of ``metrics_of(profile).level[key]`` without building the level table."""
+    d = profile.__dict__.get("_derived") or memo(profile)
+    k = ("level_total", key)
+    if k not in d:
+        d[k] = sum(module_sums(profile, mod).get(_LEVEL[mod][key], 0.0) for mod in ("POSIX", "STDIO")
+                   if _LEVEL[mod][key] is not None)
+    return d[k]
+
+
+def _blocks_are_counters(t: Table, blocks: tuple) -> bool:
+    """Whether the upper-case numeric columns of ``t`` are exactly the blocks' columns, in order (checked on the
+    few leading columns instead of all of them: the loader puts the blocks' columns last)."""
+    names: tuple = ()
+    for bn, a in blocks:
+        if len(bn) == 1 or (len(bn) and a.dtype.kind not in "iuf"):
+            return False
+        names += tuple(bn)
+    keys = tuple(t.columns)
+    k = len(keys) - len(names)
+    return bool(names) and k >= 0 and keys[k:] == names and not any(n.isupper() and t[n].dtype.kind in "iuf" for n in keys[:k])
+
+
+def _level_cols(profile: JobProfile, t: Table, mod: str) -> dict[str, np.ndarray]:
+    """``col`` for every POSIX-level name of a module (positive columns computed once per profile)."""
+    n = len(t)
+    pos = _pos_block_cols(profile, mod) or _PosCols([])
+    out: dict[str, np.ndarray] = {}
+    for k, name in _LEVEL[mod].items():
+        dtype = "f8" if k in _FLOAT else "i8"
+        a = pos.get(name) if name is not None else None
+        if a is not None and a.dtype == dtype:
+            out[k] = a
+        else:
+            out[k] = pcol(profile, mod, name, dtype) if name is not None and name in t else np.zeros(n, dtype=dtype)
+    return out
+
+
+_INT_KEYS = tuple(k for k in _LEVEL["POSIX"] if k not in _FLOAT)
+_FLT_KEYS = tuple(k for k in _LEVEL["POSIX"] if k in _FLOAT)
+
+
+@functools.lru_cache(maxsize=64)
+def _level_index(mod: str, layout: tuple) -> tuple | None:
+    """Where a module's POSIX-level names sit in its positive counter arrays (``layout``: (names, dtype kind)
+    per array): for the integer and the float keys, (array number, column per key, positions of keys whose
+    name the arrays lack); None when a kind's keys are spread over arrays or sit in an array of the other kind."""
+    plan = []
+    for keys, kinds in ((_INT_KEYS, "iu"), (_FLT_KEYS, "f")):
+        blk, idx, missing = None, [], []
+        for i, k in enumerate(keys):
+            name = _LEVEL[mod][k]
+            where = [(b, names.index(name)) for b, (names, _) in enumerate(layout) if name is not None and name in names]
+            if not where:
+                idx.append(0)
+                missing.append(i)
+                continue
+            b, j = where[0]
+            if layout[b][1] not in kinds or blk not in (None, b):
+                return None
+            blk = b
+            idx.append(j)
+        if blk is None:
+            return None
+        plan.append((blk, np.array(idx), missing))
+    return tuple(plan)
+
+
+def _level_mats(profile: JobProfile, mod: str, t: Table) -> list[np.ndarray] | None:
+    """(rows, integer keys) and (rows, float keys) matrices of ``col`` values of a module's POSIX-level names,
+    taken from its positive counter arrays by one fancy index each; None when that does not apply."""
+    raw = _pos_blocks(profile, mod)
+    if raw is None:
+        return None
+    plan = _level_index(mod, tuple((names, p.dtype.kind) for names, p in raw))
+    if plan is None:
+        return None
+    mats = []
+    for (blk, idx, missing), keys, dtype in zip(plan, (_INT_KEYS, _FLT_KEYS), ("i8", "f8")):
+        if any(_LEVEL[mod][keys[i]] is not None and _LEVEL[mod][keys[i]] in t for i in missing):
+            return None  # a level name outside the counter arrays: let col() read it
+        m = raw[blk][1][:, idx].astype(dtype, copy=False)
+        if missing:
+            m[:, missing] = 0
+        mats.append(m)
+    return mats
 
 
 def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO")) -> Table:
     """POSIX-level counter rows of several modules in one table with common names."""
+    tabs = [(mod, t) for mod in modules if (t := profile.module(mod)) is not None]
+    mats = [_level_mats(profile, mod, t) for mod, t in tabs]
+    if tabs and all(m is not None for m in mats):
+        # same columns as the general path below, built as two matrices (no per-column concatenation)
+        one = len(tabs) == 1
+        cat = (lambda arrs: arrs[0]) if one else np.concatenate  # noqa: E731
+        cols = {c: cat([t[c] for _, t in tabs]) for c in ("proc", "rank", "file_id")}
+        cols["log"] = cat([t["log"] if "log" in t else np.zeros(len(t), "i8") for _, t in tabs])
+        cols["module"] = np.repeat(np.array([mod for mod, _ in tabs], dtype=object), [len(t) for _, t in tabs])
+        for j, keys in enumerate((_INT_KEYS, _FLT_KEYS)):
+            m = mats[0][j] if one else np.concatenate([x[j] for x in mats])
+            cols.update(zip(keys, np.ascontiguousarray(m.T)))  # rows of the transposed copy: contiguous columns
+        return Table._trusted({**{c: cols[c] for c in ("proc", "rank", "file_id", "log", "module")},
+                               **{k: cols[k] for k in _LEVEL["POSIX"]}})
     parts = []
     for mod in modules:
         t = profile.module(mod)
@@ -95,7 +330,7 @@ def level_rows(profile: JobProfile, modules: tuple[str, ...] = ("POSIX", "STDIO"
         cols = {"proc": t["proc"], "rank": t["rank"], "file_id": t["file_id"],
                 "log": t["log"] if "log" in t else np.zeros(len(t), "i8"),
                 "module": np.full(len(t), mod, dtype=object)}
-        cols.update(_level_cols(t, mod))
+        cols.update(_level_cols(profile, t, mod))
         parts.append(Table._trusted(cols))
     if not parts:
         z = np.zeros(0)
@@ -141,10 +376,21 @@ def group_sum(keys: np.ndarray, values: np.ndarray, n: int | None = None) -> np.
     return np.bincount(keys, weights=values, minlength=n or 0).astype("f8", copy=False)
 
 
+def median(x: np.ndarray) -> float:
+    """``float(np.median(x))`` of a non-empty 1-D array by one sort (np.median makes ~10 NumPy calls,
+    which dominate on the few values per job): the middle value, or the mean of the two middle ones."""
+    s = np.sort(x)
+    n = len(s)
+    if s.dtype.kind in "fc" and np.isnan(s[-1]):
+        return float("nan")
+    k = n // 2
+    return float(s[k]) if n % 2 else (float(s[k - 1]) + float(s[k])) / 2
+
+
 def robust_z(x: np.ndarray) -> tuple[np.ndarray, float, float]:
     """Robust z-score (0.6745 (x - median) / MAD); MAD floored so equal peers do not divide by zero."""
-    med = float(np.median(x)) if len(x) else 0.0
-    mad = float(np.median(np.abs(x - med))) if len(x) else 0.0
+    med = median(x) if len(x) else 0.0
+    mad = median(np.abs(x - med)) if len(x) else 0.0
     floor = max(mad, 1e-3 * abs(med), 1e-9)
     return 0.6745 * (x - med) / floor, med, mad
 
@@ -168,6 +414,7 @@ class Metrics:
     critical_io_s: float = 0.0  # largest per-process I/O time (the I/O critical path)
     rw_sorted: Table | None = None  # POSIX read/write ops sorted by (proc, file, op, start); see posix_rw_sorted
     ops_file_procs: tuple | None = None  # (file ids, distinct processes per file) from ops; see ops_procs_per_file
+    peers: np.ndarray | None = None  # see peer_mask
 
     def share(self, cost_s: float) -> float | None:
         return float(cost_s / self.total_io_s) if self.total_io_s > 0 else None
@@ -183,21 +430,69 @@ def _attribute_shared(profile, lv, t_row, bytes_row, ops_row, proc_io, proc_byte
     np.minimum.at(first, pr["log"], pr["proc"])
     size = np.bincount(pr["log"], minlength=nlog)
     idx = np.flatnonzero(lv["proc"] < 0)
-    log = np.clip(lv["log"][idx], 0, nlog - 1)
+    log = np.minimum(np.maximum(lv["log"][idx], 0), nlog - 1)  # clip (integers)
     lo, k, slow = first[log], size[log], lv["slow_rank"][idx]
-    ok = (k > 1) & (slow >= 0) & (slow < k)
+    multi = k > 1
+    if not multi.any():  # only 1-process logs: each record is all its process's (what the general case gives)
+        for arr, val in ((proc_io, t_row[idx]), (proc_bytes, bytes_row[idx]), (proc_ops, ops_row[idx])):
+            np.add.at(arr, lo, val)
+        return
+    if len(idx) <= _FEW_SHARED:
+        _attribute_few(pr, lv, idx, log, lo, k, slow, (t_row, bytes_row, ops_row), (proc_io, proc_bytes, proc_ops), nlog, n)
+        return
+    every = bool(multi.all())  # then np.where(multi, a, b) below is a: skip it (same values)
+    ok = multi & (slow >= 0) & (slow < k)
+    all_ok = bool(ok.all())
     others = np.maximum(k - 1, 1)
+    even = 1.0 / np.maximum(k, 1)
+    target = lo + slow if all_ok else np.where(ok, lo + slow, lo)
     proc_log = np.zeros(n, "i8")
     proc_log[pr["proc"]] = pr["log"]
     for arr, val, part in ((proc_io, t_row[idx], lv["slow_s"][idx]), (proc_bytes, bytes_row[idx], lv["slow_bytes"][idx].astype("f8")),
                            (proc_ops, ops_row[idx], None)):
         if part is None:  # ops follow the bytes split
             part = val * np.divide(lv["slow_bytes"][idx], bytes_row[idx], out=np.zeros(len(idx)), where=bytes_row[idx] > 0)
-        frac = np.where(ok, np.clip(np.divide(part, val, out=np.zeros(len(idx)), where=val > 0), 0, 1), 1.0 / np.maximum(k, 1))
-        spread = np.where(k > 1, val * (1 - frac) / others, 0.0)
+        frac = np.clip(np.divide(part, val, out=np.zeros(len(idx)), where=val > 0), 0, 1)
+        frac = frac if all_ok else np.where(ok, frac, even)
+        spread = val * (1 - frac) / others if every else np.where(multi, val * (1 - frac) / others, 0.0)
         arr += np.bincount(log, weights=spread, minlength=nlog)[proc_log]
-        target = np.where(ok, lo + slow, lo)
-        np.add.at(arr, target, np.where(k > 1, val * frac - spread, val))
+        np.add.at(arr, target, val * frac - spread if every else np.where(multi, val * frac - spread, val))
+
+
+_FEW_SHARED = 16  # shared records up to which _attribute_few does the arithmetic in Python floats
+
+
+def _attribute_few(pr, lv, idx, log, lo, k, slow, vals, arrs, nlog, n) -> None:
+    """The vector code of _attribute_shared for a few records, record by record in Python floats: the same
+    IEEE double operations on each element, the same per-log sums in the same order (bincount adds records
+    in order from 0.0), the same sequential adds (np.add.at); ~40 NumPy calls on 1-element arrays saved."""
+    recs = list(zip(idx.tolist(), log.tolist(), lo.tolist(), k.tolist(), slow.tolist()))
+    slow_s, slow_b, bytes_row = lv["slow_s"], lv["slow_bytes"], vals[1]
+    if nlog > 1:
+        proc_log = np.zeros(n, "i8")
+        proc_log[pr["proc"]] = pr["log"]
+    for which, (arr, val_a) in enumerate(zip(arrs, vals)):
+        tots, adds = [0.0] * nlog, []
+        for i, lg, l0, kk, sl in recs:
+            val = float(val_a[i])
+            if which == 0:
+                part = float(slow_s[i])
+            elif which == 1:
+                part = float(slow_b[i])
+            else:  # ops follow the bytes split
+                br = float(bytes_row[i])
+                part = val * (float(slow_b[i]) / br if br > 0 else 0.0)
+            ok = kk > 1 and 0 <= sl < kk
+            frac = min(max(part / val if val > 0 else 0.0, 0.0), 1.0) if ok else 1.0 / max(kk, 1)
+            spread = val * (1 - frac) / max(kk - 1, 1) if kk > 1 else 0.0
+            tots[lg] += spread
+            adds.append((l0 + sl if ok else l0, val * frac - spread if kk > 1 else val))
+        if nlog == 1:
+            arr += tots[0]
+        else:
+            arr += np.array(tots)[proc_log]
+        for target, x in adds:
+            arr[target] += x
 
 
 def _compute(profile: JobProfile) -> Metrics:
@@ -229,8 +524,13 @@ def _compute(profile: JobProfile) -> Metrics:
         proc_ops = np.bincount(p[is_rw], minlength=n)[:n].astype("f8")
     fids, fidx = np.unique(lv["file_id"], return_inverse=True) if len(lv) else (np.zeros(0, "u8"), np.zeros(0, "i8"))
     nf = len(fids)
-    fs = {k: group_sum(fidx, lv[k].astype("f8"), nf) for k in
-          ("reads", "writes", "bytes_read", "bytes_written", "read_s", "write_s", "meta_s", "opens", "stats", "seeks", "fsyncs")}
+    keys = ("reads", "writes", "bytes_read", "bytes_written", "read_s", "write_s", "meta_s", "opens", "stats", "seeks", "fsyncs")
+    if nf and nf == len(lv):  # one row per file: each sum is 0.0 + the row's value (>= +0.0), i.e. the value
+        mat = np.empty((len(keys), nf))
+        mat[:, fidx] = np.stack([lv[k] for k in keys])
+        fs = dict(zip(keys, mat))
+    else:
+        fs = {k: group_sum(fidx, lv[k].astype("f8"), nf) for k in keys}
     fs["size_bytes"] = np.zeros(nf)
     if nf:
         np.maximum.at(fs["size_bytes"], fidx, np.maximum(lv["max_read"], lv["max_written"]) + 1.0)
@@ -250,6 +550,13 @@ def _compute(profile: JobProfile) -> Metrics:
 def peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
     """Processes that should do comparable I/O: the ranks of the largest MPI log, or, for a job made of
     1-process logs (Dask, multiprocessing), the processes with I/O running the most common executable."""
+    if m.peers is None:
+        m.peers = _peer_mask(profile, m)
+        m.peers.flags.writeable = False
+    return m.peers
+
+
+def _peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
     pr, n = profile.processes, m.nprocs
     mask = np.zeros(n, bool)
     if not len(pr):
@@ -298,7 +605,7 @@ def posix_rw_sorted(profile: JobProfile) -> Table:
 def isin(a: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``np.isin(a, values)``; for a handful of values, by comparisons (no sort of a large ``a``)."""
     values = np.asarray(values)
-    if values.ndim == 1 and len(values) <= 8 and a.dtype.kind in "iu" and values.dtype == a.dtype and len(a) > 1000:
+    if values.ndim == 1 and len(values) <= 8 and a.dtype.kind in "iu" and values.dtype == a.dtype:
         out = np.zeros(len(a), bool)
         for v in values.tolist():
             out |= a == v

@@ -156,17 +156,15 @@ def top_files(profile: JobProfile, n: int = 5) -> list[FileTotals]:
 
 
 def process_io_time(profile: JobProfile) -> np.ndarray:
-    """I/O seconds per process (index = proc); shared records are not attributable and are skipped."""
-    n = len(profile.processes)
-    tot = np.zeros(n)
-    for mod in ("POSIX", "STDIO", "MPI-IO"):
-        t = profile.module(mod)
-        if t is None:
-            continue
-        proc = t["proc"]
-        ok = (proc >= 0) & (proc < n)
-        tot += np.bincount(proc[ok], weights=_io_time(t, PREFIX[mod])[ok], minlength=n)
-    return tot
+    """I/O seconds per process (index = proc): the detectors' own numbers (``metrics.proc_io_s``).
+
+    POSIX-level time only (MPI-IO time includes the POSIX time beneath it); a shared
+    record's time goes to its slowest rank, the rest spread evenly over the other ranks
+    of its log, so jobs that only write shared files still show who waited.
+    """
+    from .metrics import metrics_of
+
+    return metrics_of(profile).proc_io_s[: len(profile.processes)]
 
 
 def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:
@@ -175,7 +173,7 @@ def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:
         return None
     active = per > 0
     vals = per[active] if active.any() else per
-    order = np.argsort(-per)[:n_slowest]
+    order = np.argsort(-per, kind="stable")[:n_slowest]
     return Spread(
         processes=len(per), active=int(active.sum()), min_s=float(vals.min()), median_s=float(np.median(vals)),
         max_s=float(vals.max()), slowest=[int(i) for i in order if per[i] > 0],

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..findings import FINDING_IDS, Finding
+from ..analyzers.metrics import median, module_sums, pcol
 from ..profile import JobProfile
 
 FORMAT_VERSION = 1
@@ -96,48 +97,31 @@ LOG_COLUMNS: dict[str, str] = {
 DAY_COLUMNS: dict[str, str] = {"dir": "str", "n_logs": "i8", "signature": "str", "run": "i8"}
 
 
-def _pos(a: np.ndarray) -> np.ndarray:
-    """Darshan stores -1 for 'not measured'; such values must not reduce sums."""
-    a = np.asarray(a, dtype="f8")
-    return np.where(a > 0, a, 0.0)
-
-
 class _Mod:
-    """Column sums of one module's counters table (0 when absent).
+    """Column sums of one module's counters table (0 when absent), shared with the detectors.
 
-    All columns are summed in one NumPy pass (negative values, Darshan's
+    All columns are summed in one NumPy pass per counter array (negative values, Darshan's
     'not measured', count as 0): far cheaper than one reduction per counter.
     """
 
     def __init__(self, profile: JobProfile, name: str) -> None:
         self.t = profile.module(name)
-        self._sums: dict[str, float] = {}
-        names = [n for n, a in self.t.items() if n.isupper() and a.dtype.kind in "iuf"] if self.t is not None else []
-        blocks = self.t.blocks() if names else None
-        if blocks and [n for bn, _ in blocks for n in bn] == names and all(len(bn) != 1 for bn, _ in blocks):
-            # the columns are those of the loader's 2-D arrays: reduce those (same sums, no stacking);
-            # each column still adds up row by row in float64, as the stacked matrix below does
-            for bn, arr in blocks:
-                if len(bn):
-                    m = arr.astype("f8", copy=False)
-                    self._sums.update(zip(bn, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
-        elif names:
-            m = np.stack([self.t[n] for n in names], axis=1).astype("f8", copy=False)
-            self._sums = dict(zip(names, np.where(m > 0, m, 0.0).sum(axis=0).tolist()))
+        self._profile, self._name = profile, name
+        self._sums = module_sums(profile, name) if self.t is not None else {}
 
     def __bool__(self) -> bool:
         return self.t is not None
 
-    def s(self, *names: str) -> float:
-        if self.t is None:
-            return 0.0
-        get = self._sums.get
-        return float(sum(get(n, 0.0) for n in names))
+    @property
+    def get(self):
+        """dict.get of the column sums: get(name, 0.0)."""
+        return self._sums.get
 
     def col(self, name: str) -> np.ndarray:
+        """The column with negatives as 0; integer counters stay integers (same values as float64 below 2**53)."""
         if self.t is None or name not in self.t:
             return np.zeros(0)
-        return _pos(self.t[name])
+        return pcol(self._profile, self._name, name, "i8" if self.t[name].dtype.kind in "iu" else "f8")
 
 
 def _div(a: float, b: float) -> float:
@@ -145,10 +129,17 @@ def _div(a: float, b: float) -> float:
 
 
 def _common_access(px: _Mod) -> float:
+    """The access size with the most counted accesses (ties: the smallest size)."""
     if not px:
         return math.nan
     vals = np.concatenate([px.col(f"POSIX_ACCESS{i}_ACCESS") for i in range(1, 5)])
     cnts = np.concatenate([px.col(f"POSIX_ACCESS{i}_COUNT") for i in range(1, 5)])
+    if len(vals) <= 256:  # a few records: a dict is cheaper than unique + bincount (same sums, same order)
+        acc: dict[float, float] = {}
+        for v, c in zip(vals.tolist(), cnts.tolist()):
+            if c > 0:
+                acc[v] = acc.get(v, 0.0) + c
+        return float(min(acc, key=lambda v: (-acc[v], v))) if acc else math.nan
     keep = cnts > 0
     if not keep.any():
         return math.nan
@@ -168,7 +159,47 @@ def _h5_chunk_bytes(h5d: _Mod) -> float:
         return math.nan
     d = np.where(dims[chunked] > 0, dims[chunked], 1.0)
     b = d.prod(axis=1) * np.maximum(np.asarray(t["H5D_DATATYPE_SIZE"], "f8")[chunked], 1.0)
-    return float(np.median(b))
+    return median(b)
+
+
+_BIN_NAMES = tuple((f"posix_size_{rw.lower()}_{b.lower()}", f"POSIX_SIZE_{rw}_{b}") for rw in ("READ", "WRITE") for b in SIZE_BINS)
+_SMALL_BIN_NAMES = tuple(f"POSIX_SIZE_{rw}_{b}" for rw in ("READ", "WRITE") for b in SIZE_BINS[:4])
+
+
+_FILE_COLS = (("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN"),
+              ("STDIO", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN", "STDIO_MAX_BYTE_READ", "STDIO_MAX_BYTE_WRITTEN"),
+              ("MPI-IO", "MPIIO_BYTES_READ", "MPIIO_BYTES_WRITTEN", None, None))
+
+
+def _files(profile: JobProfile, *mods: _Mod) -> tuple[list, list, list, list, list]:
+    """Per data file (sorted ids; not <STDOUT> and friends): bytes read, bytes written, size (largest offset + 1)
+    and whether a shared record names it.  A few records are grouped in Python, many with NumPy: the same
+    sums in the same order (bincount adds row by row from 0.0, as the dicts do)."""
+    cols = [(np.asarray(m.t["file_id"], dtype="u8"), m.col(br), m.col(bw),
+             np.maximum(m.col(mr), m.col(mw)) + 1 if mr else np.zeros(len(m.t)), m.t["rank"] < 0)
+            for m, (_, br, bw, mr, mw) in zip(mods, _FILE_COLS) if m]
+    paths = profile.path_of()
+    if sum(len(c[0]) for c in cols) <= 64:
+        acc: dict[int, list] = {}
+        for ids, r, w, x, s in cols:
+            for i, rv, wv, xv, sv in zip(ids.tolist(), r.tolist(), w.tolist(), x.tolist(), s.tolist()):
+                a = acc.setdefault(i, [0.0, 0.0, 0.0, 0.0])
+                a[0] += rv
+                a[1] += wv
+                a[2] = max(a[2], float(xv))
+                a[3] = max(a[3], 1.0 if sv else 0.0)
+        keep = [i for i in sorted(acc) if not paths.get(i, "").startswith("<")]
+        return keep, *([acc[i][j] for i in keep] for j in range(4))  # type: ignore[return-value]
+    ids = np.concatenate([c[0] for c in cols])
+    uniq, inv = np.unique(ids, return_inverse=True)
+    data = np.fromiter((not paths.get(int(i), "").startswith("<") for i in uniq.tolist()), dtype=bool, count=len(uniq))
+    rb = np.bincount(inv, weights=np.concatenate([c[1] for c in cols]), minlength=len(uniq))
+    wb = np.bincount(inv, weights=np.concatenate([c[2] for c in cols]), minlength=len(uniq))
+    mx = np.zeros(len(uniq))
+    np.maximum.at(mx, inv, np.concatenate([c[3] for c in cols]))
+    sh = np.zeros(len(uniq))
+    np.maximum.at(sh, inv, np.concatenate([c[4] for c in cols]).astype("f8"))
+    return uniq[data].tolist(), rb[data].tolist(), wb[data].tolist(), mx[data].tolist(), sh[data].tolist()
 
 
 def extract_features(profile: JobProfile) -> dict[str, Any]:
@@ -181,45 +212,46 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     pnc = _Mod(profile, "PNETCDF_FILE")
     lus = _Mod(profile, "LUSTRE")
     f: dict[str, Any] = {}
+    # column sums by name (0 when absent); a + b + c adds in the order sum() would, from 0
+    PX, MP, ST, H5F, H5D = px.get, mp.get, st.get, h5f.get, h5d.get
 
-    reads, writes = px.s("POSIX_READS"), px.s("POSIX_WRITES")
+    reads, writes = PX("POSIX_READS", 0.0), PX("POSIX_WRITES", 0.0)
     f["posix_reads"], f["posix_writes"] = reads, writes
-    f["posix_bytes_read"], f["posix_bytes_written"] = px.s("POSIX_BYTES_READ"), px.s("POSIX_BYTES_WRITTEN")
-    f["posix_opens"] = px.s("POSIX_OPENS", "POSIX_FILENOS", "POSIX_DUPS")
-    f["posix_stats"] = px.s("POSIX_STATS")
-    f["posix_seeks"] = px.s("POSIX_SEEKS")
-    f["posix_fsyncs"] = px.s("POSIX_FSYNCS", "POSIX_FDSYNCS")
-    f["posix_meta_ops"] = f["posix_opens"] + f["posix_stats"] + f["posix_seeks"] + f["posix_fsyncs"] + px.s("POSIX_RENAME_SOURCES")
-    f["posix_read_time_s"] = px.s("POSIX_F_READ_TIME")
-    f["posix_write_time_s"] = px.s("POSIX_F_WRITE_TIME")
-    f["posix_meta_time_s"] = px.s("POSIX_F_META_TIME")
+    f["posix_bytes_read"], f["posix_bytes_written"] = PX("POSIX_BYTES_READ", 0.0), PX("POSIX_BYTES_WRITTEN", 0.0)
+    f["posix_opens"] = (PX("POSIX_OPENS", 0.0) + PX("POSIX_FILENOS", 0.0) + PX("POSIX_DUPS", 0.0))
+    f["posix_stats"] = PX("POSIX_STATS", 0.0)
+    f["posix_seeks"] = PX("POSIX_SEEKS", 0.0)
+    f["posix_fsyncs"] = (PX("POSIX_FSYNCS", 0.0) + PX("POSIX_FDSYNCS", 0.0))
+    f["posix_meta_ops"] = f["posix_opens"] + f["posix_stats"] + f["posix_seeks"] + f["posix_fsyncs"] + PX("POSIX_RENAME_SOURCES", 0.0)
+    f["posix_read_time_s"] = PX("POSIX_F_READ_TIME", 0.0)
+    f["posix_write_time_s"] = PX("POSIX_F_WRITE_TIME", 0.0)
+    f["posix_meta_time_s"] = PX("POSIX_F_META_TIME", 0.0)
     ptime = f["posix_read_time_s"] + f["posix_write_time_s"] + f["posix_meta_time_s"]
     f["posix_meta_time_share"] = _div(f["posix_meta_time_s"], ptime)
     f["posix_meta_ops_per_data_op"] = _div(f["posix_meta_ops"], reads + writes)
     f["posix_mean_read_bytes"] = _div(f["posix_bytes_read"], reads)
     f["posix_mean_write_bytes"] = _div(f["posix_bytes_written"], writes)
     f["posix_common_access_bytes"] = _common_access(px)
-    small = sum(px.s(f"POSIX_SIZE_{rw}_{b}") for rw in ("READ", "WRITE") for b in SIZE_BINS[:4])
+    small = sum(PX(n, 0.0) for n in _SMALL_BIN_NAMES)
     f["posix_ops_lt_100k_share"] = _div(small, reads + writes)
-    f["posix_seq_share"] = _div(px.s("POSIX_SEQ_READS", "POSIX_SEQ_WRITES"), reads + writes)
-    f["posix_consec_share"] = _div(px.s("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES"), reads + writes)
-    f["posix_file_misaligned_share"] = _div(px.s("POSIX_FILE_NOT_ALIGNED"), reads + writes)
+    f["posix_seq_share"] = _div((PX("POSIX_SEQ_READS", 0.0) + PX("POSIX_SEQ_WRITES", 0.0)), reads + writes)
+    f["posix_consec_share"] = _div((PX("POSIX_CONSEC_READS", 0.0) + PX("POSIX_CONSEC_WRITES", 0.0)), reads + writes)
+    f["posix_file_misaligned_share"] = _div(PX("POSIX_FILE_NOT_ALIGNED", 0.0), reads + writes)
     al = px.col("POSIX_FILE_ALIGNMENT")
     f["posix_file_alignment_bytes"] = float(al.max()) if len(al) else math.nan
-    f["posix_rw_switches"] = px.s("POSIX_RW_SWITCHES")
-    for rw in ("READ", "WRITE"):
-        for b in SIZE_BINS:
-            f[f"posix_size_{rw.lower()}_{b.lower()}"] = px.s(f"POSIX_SIZE_{rw}_{b}")
+    f["posix_rw_switches"] = PX("POSIX_RW_SWITCHES", 0.0)
+    for key, name in _BIN_NAMES:
+        f[key] = PX(name, 0.0)
 
-    f["mpiio_indep_ops"] = mp.s("MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES", "MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_NB_READS", "MPIIO_NB_WRITES")
-    f["mpiio_coll_ops"] = mp.s("MPIIO_COLL_READS", "MPIIO_COLL_WRITES")
+    f["mpiio_indep_ops"] = (MP("MPIIO_INDEP_READS", 0.0) + MP("MPIIO_INDEP_WRITES", 0.0) + MP("MPIIO_SPLIT_READS", 0.0) + MP("MPIIO_SPLIT_WRITES", 0.0) + MP("MPIIO_NB_READS", 0.0) + MP("MPIIO_NB_WRITES", 0.0))
+    f["mpiio_coll_ops"] = (MP("MPIIO_COLL_READS", 0.0) + MP("MPIIO_COLL_WRITES", 0.0))
     f["mpiio_coll_share"] = _div(f["mpiio_coll_ops"], f["mpiio_coll_ops"] + f["mpiio_indep_ops"])
-    f["mpiio_bytes_read"], f["mpiio_bytes_written"] = mp.s("MPIIO_BYTES_READ"), mp.s("MPIIO_BYTES_WRITTEN")
-    f["mpiio_time_s"] = mp.s("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME", "MPIIO_F_META_TIME")
+    f["mpiio_bytes_read"], f["mpiio_bytes_written"] = MP("MPIIO_BYTES_READ", 0.0), MP("MPIIO_BYTES_WRITTEN", 0.0)
+    f["mpiio_time_s"] = (MP("MPIIO_F_READ_TIME", 0.0) + MP("MPIIO_F_WRITE_TIME", 0.0) + MP("MPIIO_F_META_TIME", 0.0))
 
-    f["stdio_ops"] = st.s("STDIO_OPENS", "STDIO_FDOPENS", "STDIO_READS", "STDIO_WRITES", "STDIO_SEEKS", "STDIO_FLUSHES")
-    f["stdio_bytes_read"], f["stdio_bytes_written"] = st.s("STDIO_BYTES_READ"), st.s("STDIO_BYTES_WRITTEN")
-    stime = st.s("STDIO_F_READ_TIME", "STDIO_F_WRITE_TIME", "STDIO_F_META_TIME")
+    f["stdio_ops"] = (ST("STDIO_OPENS", 0.0) + ST("STDIO_FDOPENS", 0.0) + ST("STDIO_READS", 0.0) + ST("STDIO_WRITES", 0.0) + ST("STDIO_SEEKS", 0.0) + ST("STDIO_FLUSHES", 0.0))
+    f["stdio_bytes_read"], f["stdio_bytes_written"] = ST("STDIO_BYTES_READ", 0.0), ST("STDIO_BYTES_WRITTEN", 0.0)
+    stime = (ST("STDIO_F_READ_TIME", 0.0) + ST("STDIO_F_WRITE_TIME", 0.0) + ST("STDIO_F_META_TIME", 0.0))
     f["stdio_time_s"] = stime
 
     # POSIX and STDIO are disjoint layers (fread's own read() calls are not intercepted);
@@ -227,69 +259,42 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     no_posix = not px
     f["bytes_read"] = f["posix_bytes_read"] + f["stdio_bytes_read"] + (f["mpiio_bytes_read"] if no_posix else 0.0)
     f["bytes_written"] = f["posix_bytes_written"] + f["stdio_bytes_written"] + (f["mpiio_bytes_written"] if no_posix else 0.0)
-    f["read_time_s"] = f["posix_read_time_s"] + st.s("STDIO_F_READ_TIME") + (mp.s("MPIIO_F_READ_TIME") if no_posix else 0.0)
-    f["write_time_s"] = f["posix_write_time_s"] + st.s("STDIO_F_WRITE_TIME") + (mp.s("MPIIO_F_WRITE_TIME") if no_posix else 0.0)
-    f["meta_time_s"] = f["posix_meta_time_s"] + st.s("STDIO_F_META_TIME") + (mp.s("MPIIO_F_META_TIME") if no_posix else 0.0)
+    f["read_time_s"] = f["posix_read_time_s"] + ST("STDIO_F_READ_TIME", 0.0) + (MP("MPIIO_F_READ_TIME", 0.0) if no_posix else 0.0)
+    f["write_time_s"] = f["posix_write_time_s"] + ST("STDIO_F_WRITE_TIME", 0.0) + (MP("MPIIO_F_WRITE_TIME", 0.0) if no_posix else 0.0)
+    f["meta_time_s"] = f["posix_meta_time_s"] + ST("STDIO_F_META_TIME", 0.0) + (MP("MPIIO_F_META_TIME", 0.0) if no_posix else 0.0)
     f["io_time_s"] = f["read_time_s"] + f["write_time_s"] + f["meta_time_s"]
     f["stdio_bytes_share"] = _div(f["stdio_bytes_read"] + f["stdio_bytes_written"], f["bytes_read"] + f["bytes_written"])
 
-    f["h5f_opens"] = h5f.s("H5F_OPENS")
-    f["h5d_reads"], f["h5d_writes"] = h5d.s("H5D_READS"), h5d.s("H5D_WRITES")
-    f["h5d_bytes_read"], f["h5d_bytes_written"] = h5d.s("H5D_BYTES_READ"), h5d.s("H5D_BYTES_WRITTEN")
+    f["h5f_opens"] = H5F("H5F_OPENS", 0.0)
+    f["h5d_reads"], f["h5d_writes"] = H5D("H5D_READS", 0.0), H5D("H5D_WRITES", 0.0)
+    f["h5d_bytes_read"], f["h5d_bytes_written"] = H5D("H5D_BYTES_READ", 0.0), H5D("H5D_BYTES_WRITTEN", 0.0)
     f["h5d_chunk_bytes_median"] = _h5_chunk_bytes(h5d)
     f["pnetcdf_files"] = float(len(np.unique(pnc.t["file_id"]))) if pnc else 0.0
     f["uses_mpiio"], f["uses_stdio"] = bool(mp), bool(st)
     f["uses_hdf5"], f["uses_pnetcdf"] = bool(h5f or h5d), bool(pnc)
 
     # files: data files touched through POSIX/STDIO/MPI-IO (not <STDOUT> and friends)
-    ids_l, rb_l, wb_l, mx_l, sh_l = [], [], [], [], []
-    for mod, br, bw, mr, mw in (
-        (px, "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN"),
-        (st, "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN", "STDIO_MAX_BYTE_READ", "STDIO_MAX_BYTE_WRITTEN"),
-        (mp, "MPIIO_BYTES_READ", "MPIIO_BYTES_WRITTEN", None, None),
-    ):
-        if not mod:
-            continue
-        ids_l.append(np.asarray(mod.t["file_id"], dtype="u8"))
-        rb_l.append(mod.col(br))
-        wb_l.append(mod.col(bw))
-        mx_l.append(np.maximum(mod.col(mr), mod.col(mw)) + 1 if mr else np.zeros(len(mod.t["file_id"])))
-        sh_l.append((mod.t["rank"] < 0).astype("f8"))
-    if ids_l:
-        ids = np.concatenate(ids_l)
-        uniq, inv = np.unique(ids, return_inverse=True)
-        paths = profile.path_of()
-        data = np.fromiter((not paths.get(int(i), "").startswith("<") for i in uniq.tolist()), dtype=bool, count=len(uniq))
-        rb = np.bincount(inv, weights=np.concatenate(rb_l), minlength=len(uniq))
-        wb = np.bincount(inv, weights=np.concatenate(wb_l), minlength=len(uniq))
-        mx = np.zeros(len(uniq))
-        np.maximum.at(mx, inv, np.concatenate(mx_l))
-        sh = np.zeros(len(uniq))
-        np.maximum.at(sh, inv, np.concatenate(sh_l))
-        uniq, rb, wb, mx, sh = uniq[data], rb[data], wb[data], mx[data], sh[data]
-    else:
-        uniq = np.zeros(0, "u8")
-        rb = wb = mx = sh = np.zeros(0)
-    f["n_files"] = int(len(uniq))
-    f["n_files_read"] = int((rb > 0).sum())
-    f["n_files_written"] = int((wb > 0).sum())
-    f["n_files_shared"] = int((sh > 0).sum())
-    f["max_file_bytes"] = float(mx.max()) if len(mx) else math.nan
+    uniq, rb, wb, mx, sh = _files(profile, px, st, mp)
+    f["n_files"] = len(uniq)
+    f["n_files_read"] = sum(1 for x in rb if x > 0)
+    f["n_files_written"] = sum(1 for x in wb if x > 0)
+    f["n_files_shared"] = sum(1 for x in sh if x > 0)
+    f["max_file_bytes"] = float(max(mx)) if mx else math.nan
 
     # file systems: the one that moved the most bytes is the job's main one
     fs_of = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
     by_fs: dict[str, float] = {}
-    for fid, moved in zip(uniq.tolist(), (rb + wb).tolist()):
+    for fid, r, w in zip(uniq, rb, wb):
         fs = fs_of.get(fid) or "unknown"
-        by_fs[fs] = by_fs.get(fs, 0.0) + moved
+        by_fs[fs] = by_fs.get(fs, 0.0) + (r + w)
     f["fs_types"] = ",".join(sorted(by_fs))
     f["fs_type_main"] = max(by_fs, key=lambda k: (by_fs[k], k)) if by_fs else ""
 
     if lus:
         f["lustre_files"] = int(len(np.unique(lus.t["file_id"])))
         ss, sc = lus.col("stripe_size"), lus.col("stripe_count")
-        f["lustre_stripe_size_median_bytes"] = float(np.median(ss)) if len(ss) else math.nan
-        f["lustre_stripe_count_median"] = float(np.median(sc)) if len(sc) else math.nan
+        f["lustre_stripe_size_median_bytes"] = median(ss) if len(ss) else math.nan
+        f["lustre_stripe_count_median"] = median(sc) if len(sc) else math.nan
         f["lustre_stripe_count_max"] = float(sc.max()) if len(sc) else math.nan
     else:
         f["lustre_files"] = 0
@@ -297,11 +302,11 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     return f
 
 
+_FINDING_DEFAULTS: dict[str, Any] = {c: v for fid in FINDING_IDS for c, v in ((f"finding_{_fid(fid)}", False), (f"finding_{_fid(fid)}_cost_s", 0.0))}
+
+
 def finding_columns(findings: Sequence[Finding]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for fid in FINDING_IDS:
-        out[f"finding_{_fid(fid)}"] = False
-        out[f"finding_{_fid(fid)}_cost_s"] = 0.0
+    out: dict[str, Any] = dict(_FINDING_DEFAULTS)
     ids, sev, cost = [], [], []
     for fnd in findings:
         c = float(fnd.est_cost_s) if fnd.est_cost_s is not None else math.nan
@@ -316,7 +321,10 @@ def finding_columns(findings: Sequence[Finding]) -> dict[str, Any]:
     out["finding_ids"], out["finding_severities"], out["finding_costs_s"] = ids, sev, cost
     out["n_findings"] = len(ids)
     out["worst_severity"] = min(sev, key=SEVERITY_ORDER.index) if sev else ""
-    out["findings_cost_s"] = float(np.nansum(cost)) if cost else 0.0
+    if len(cost) < 8:  # what np.nansum gives for fewer than 8 values: 0.0 + each non-NaN value in order
+        out["findings_cost_s"] = sum((c for c in cost if not math.isnan(c)), 0.0)
+    else:
+        out["findings_cost_s"] = float(np.nansum(cost))
     return out
 
 

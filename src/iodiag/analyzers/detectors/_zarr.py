@@ -67,9 +67,10 @@ _ARRAY_FILE = re.compile(r"\.(nc|nc4|h5|hdf5|he5|hdf)$", re.I)
 
 def path_kind(path: str) -> str:
     """python-import | zarr-chunk | netcdf-hdf5 | other."""
-    if _PY.search(path):
+    # substring tests first: each pattern needs its literal (".py", ".so", "/site-packages/", "/lib/python"; ".zarr")
+    if (".py" in path or ".so" in path or "/site-packages/" in path or "/lib/python" in path) and _PY.search(path):
         return "python-import"
-    if chunk_key(path) is not None:
+    if ".zarr" in path and chunk_key(path) is not None:
         return "zarr-chunk"
     if _ARRAY_FILE.search(path):
         return "netcdf-hdf5"

@@ -13,12 +13,23 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, isin, metrics_of, ops_groups
+from ..metrics import col, fmt_bytes, group_sum, isin, level_total, metrics_of, module_sums, ops_groups, pcol
 from ._common import finding, pct, top_files
 
 
-def _per_file(t, names: list[str], fidx, n) -> list[np.ndarray]:
-    return [group_sum(fidx, col(t, k, "f8"), n) for k in names]
+def _per_file(profile: JobProfile, names: list[str], fidx, n) -> list[np.ndarray]:
+    return [group_sum(fidx, pcol(profile, "POSIX", k, "f8"), n) for k in names]
+
+
+def _may_random(profile: JobProfile, cfg: Config) -> bool:
+    """A file's non-sequential ops are at most its reads + writes, at most the job's: fewer than min_ops, no hit."""
+    tot = module_sums(profile, "POSIX")
+    return tot.get("POSIX_READS", 0.0) + tot.get("POSIX_WRITES", 0.0) >= cfg.access.min_ops
+
+
+def _may_misalign(profile: JobProfile, cfg: Config) -> bool:
+    """No file can have min_ops misaligned requests when the whole job has fewer."""
+    return module_sums(profile, "POSIX").get("POSIX_FILE_NOT_ALIGNED", 0.0) >= cfg.access.min_ops
 
 
 def _dxt_random(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
@@ -41,15 +52,18 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
-    c, m = cfg.access, metrics_of(profile)
+    if not _may_random(profile, cfg):
+        return []
+    c = cfg.access
     fids, fidx = np.unique(t["file_id"], return_inverse=True)
-    r, w, sr, sw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES",
+    r, w, sr, sw, rt, wt = _per_file(profile, ["POSIX_READS", "POSIX_WRITES", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES",
                                          "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME"], fidx, len(fids))
     nonseq = (r - sr) + (w - sw)
     ops = r + w
     hit = (nonseq >= c.min_ops) & (nonseq >= c.random_share * np.maximum(ops, 1))
     if not hit.any():
         return []
+    m = metrics_of(profile)
     n_nonseq, n_ops = int(nonseq[hit].sum()), int(ops[hit].sum())
     ev = {"non_sequential_ops": n_nonseq, "ops": n_ops, "non_sequential_share": n_nonseq / max(n_ops, 1),
           "non_sequential_reads": int((r - sr)[hit].sum()), "non_sequential_writes": int((w - sw)[hit].sum())}
@@ -72,9 +86,11 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
-    c, m = cfg.access, metrics_of(profile)
+    if not _may_misalign(profile, cfg):
+        return []
+    c = cfg.access
     fids, fidx = np.unique(t["file_id"], return_inverse=True)
-    r, w, na, br, bw, rt, wt = _per_file(t, ["POSIX_READS", "POSIX_WRITES", "POSIX_FILE_NOT_ALIGNED",
+    r, w, na, br, bw, rt, wt = _per_file(profile, ["POSIX_READS", "POSIX_WRITES", "POSIX_FILE_NOT_ALIGNED",
                                              "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
                                              "POSIX_F_WRITE_TIME"], fidx, len(fids))
     fs = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
@@ -88,6 +104,7 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     hit = parallel & (na >= c.min_ops) & (na >= c.alignment_share * np.maximum(ops, 1)) & (mean >= cfg.small_io.size_bytes)
     if not hit.any():
         return []
+    m = metrics_of(profile)
     align = np.zeros(len(fids))
     np.maximum.at(align, fidx, col(t, "POSIX_FILE_ALIGNMENT", "f8"))
     ranks = np.zeros(len(fids))
@@ -109,8 +126,39 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
 
 
+def _may_reread(profile: JobProfile, cfg: Config) -> bool:
+    """The per-file test of detect_redundant_read without the level table: the POSIX then STDIO records
+    are the level rows, grouped and summed with the same expressions as metrics_of (same numbers); a few
+    records are grouped in Python floats (the same operations in the same order)."""
+    c = cfg.access
+    if level_total(profile, "bytes_read") < c.redundant_min_bytes:
+        return False
+    mods = [mod for mod in ("POSIX", "STDIO") if profile.module(mod) is not None]
+    get = lambda mod, k: pcol(profile, mod, f"{mod}_{k}")  # noqa: E731
+    if sum(len(profile.module(mod)) for mod in mods) <= 64:
+        acc: dict[int, list[float]] = {}
+        for mod in mods:
+            cols = [get(mod, k).tolist() for k in ("BYTES_READ", "BYTES_WRITTEN", "MAX_BYTE_READ", "MAX_BYTE_WRITTEN")]
+            for fid, r, w, mr, mw in zip(profile.module(mod)["file_id"].tolist(), *cols):
+                a = acc.setdefault(fid, [0.0, 0.0, 0.0])
+                a[0], a[1], a[2] = a[0] + r, a[1] + w, max(a[2], max(mr, mw) + 1.0)
+        return any(br + bw != 0 and size > 0 and br >= c.redundant_min_bytes and br / max(size, 1) >= c.redundant_factor
+                   for br, bw, size in acc.values())
+    fids, fidx = np.unique(np.concatenate([profile.module(mod)["file_id"] for mod in mods]), return_inverse=True)
+    cat = lambda k: np.concatenate([get(mod, k) for mod in mods])  # noqa: E731
+    br = group_sum(fidx, cat("BYTES_READ").astype("f8"), len(fids))
+    bw = group_sum(fidx, cat("BYTES_WRITTEN").astype("f8"), len(fids))
+    size = np.zeros(len(fids))
+    np.maximum.at(size, fidx, np.maximum(cat("MAX_BYTE_READ"), cat("MAX_BYTE_WRITTEN")) + 1.0)
+    size[(br + bw) == 0] = 0
+    return bool(((size > 0) & (br >= c.redundant_min_bytes) & (br / np.maximum(size, 1) >= c.redundant_factor)).any())
+
+
 def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.access
+    c = cfg.access
+    if not _may_reread(profile, cfg):
+        return []
+    m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):
         return []

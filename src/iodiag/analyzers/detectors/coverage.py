@@ -20,7 +20,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import col, fmt_bytes, metrics_of
+from ..metrics import col, file_paths, fmt_bytes, isin, level_total, metrics_of, pcol, std_file_ids
 from ._common import finding, pct, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
@@ -42,7 +42,9 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     mem = 0.0
     cnt = [mod for mod in partial if mod in _COUNTER_MODS]
     if cnt:
-        recs = max(int(np.bincount(np.clip(profile.counters[mod]["proc"], 0, None)).max()) for mod in cnt if profile.module(mod) is not None)
+        # a partial module may hold no decoded records (not read, or every record lost): the floor applies
+        recs = max((int(np.bincount(np.clip(t["proc"], 0, None)).max()) for t in map(profile.module, cnt)
+                    if t is not None and len(t)), default=0)
         need = _pow2(max(4 * recs, 4096))
         ev["records_per_process_seen"] = recs
         lines.append(f"MAX_RECORDS {need} {','.join(cnt)}")
@@ -91,29 +93,59 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m = metrics_of(profile)
-    data = int((m.level["reads"] + m.level["writes"]).sum()) if len(m.level) else 0
+    if level_total(profile, "reads") + level_total(profile, "writes") > 0:
+        return []  # POSIX/STDIO reads or writes
+    data = 0
     for mod, pre in (("MPI-IO", "MPIIO"), ("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR")):
         t = profile.module(mod)
         if t is not None:
             data += int((col(t, f"{pre}_READS") + col(t, f"{pre}_WRITES")).sum())
     data += int((profile.ops["op"] <= OP["write"]).sum()) if len(profile.ops) else 0
-    if data or m.total_io_s > 0:
+    if data or _io_time(profile):
         return []
     mods = ", ".join(profile.job.modules) or "none"
     return [finding(cfg, "no-io", "no I/O recorded", cost_s=None, total_s=None, severity="info",
-                    evidence={"processes": m.nprocs, "runtime_s": profile.job.runtime_s, "modules": mods},
+                    evidence={"processes": max(int(profile.job.nprocs), len(profile.processes), 1),  # = metrics' nprocs
+                              "runtime_s": profile.job.runtime_s, "modules": mods},
                     recommendation="nothing to diagnose: the log holds no reads or writes (modules present: "
                     f"{mods}); if the program did I/O, check that Darshan was preloaded and the files were not excluded")]
 
 
+def _io_time(profile: JobProfile) -> bool:
+    """``metrics_of(profile).total_io_s > 0``: with POSIX-level rows, a sum of non-negative seconds is positive
+    exactly when one of them is, so the module sums decide; an ops-only profile asks the metrics."""
+    if profile.module("POSIX") is not None or profile.module("STDIO") is not None:
+        return sum(level_total(profile, k) for k in ("read_s", "write_s", "meta_s")) > 0
+    return bool(len(profile.ops)) and metrics_of(profile).total_io_s > 0
+
+
+def _may_stdio(profile: JobProfile, cfg: Config) -> bool:
+    """The share test of detect_stdio_heavy on the module columns (no level table): byte counts are integers,
+    so their sums are exact in any order below 2**53 (beyond that, the full test decides)."""
+    if profile.module("STDIO") is None:
+        return False
+    std_ids, b, std = std_file_ids(profile), {}, {}
+    for mod in ("POSIX", "STDIO"):
+        t = profile.module(mod)
+        if t is not None:
+            b[mod] = pcol(profile, mod, f"{mod}_BYTES_READ") + pcol(profile, mod, f"{mod}_BYTES_WRITTEN")
+            std[mod] = isin(t["file_id"], std_ids) if len(std_ids) else np.zeros(len(t), bool)
+    if std["STDIO"].all():
+        return False  # no STDIO row outside stdin/stdout/stderr
+    st = int(b["STDIO"][~std["STDIO"]].sum())
+    total = sum(int(b[k][~std[k]].sum()) for k in b)
+    return total >= 2 ** 53 or not (total <= 0 or st < cfg.access.stdio_share * total)
+
+
 def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.access
+    c = cfg.access
+    if not _may_stdio(profile, cfg):
+        return []
+    m = metrics_of(profile)
     lv = m.level
     if not len(lv):
         return []
-    paths = profile.path_of()
-    std = np.isin(np.array([paths.get(int(f), "") for f in lv["file_id"]], dtype=object), _STD)
+    std = file_paths(profile)[1][m.file_idx]  # rows on stdin/stdout/stderr
     b = (lv["bytes_read"] + lv["bytes_written"]).astype("f8")
     st = (lv["module"] == "STDIO") & ~std
     total = float(b[~std].sum())

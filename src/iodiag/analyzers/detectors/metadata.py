@@ -15,7 +15,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import fmt_bytes, group_sum, metrics_of
+from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, metrics_of, pcol, std_file_ids
 from ._common import finding, pct, top_files, top_procs
 from ._zarr import chunk_grids, merge_plan, path_kind
 
@@ -34,6 +34,8 @@ _STD = ("<STDIN>", "<STDOUT>", "<STDERR>")
 
 def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
     o = profile.ops
+    if not len(o):
+        return 0.0, {}
     m = np.isin(o["op"], _META_CODES)
     if not m.any():
         return 0.0, {}
@@ -43,8 +45,48 @@ def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
     return float(bins.max()), {k: int(kinds[OP[k]]) for k in ("readdir", "mkdir", "rename", "unlink") if kinds[OP[k]]}
 
 
+def _may_storm(profile: JobProfile, cfg: Config) -> bool:
+    """Whether detect_metadata_storm can find a reason, from job totals (no level table).  Without ops its
+    counts are these exact integer totals; the time share is checked with a margin far wider than the
+    rounding difference of summing seconds per module instead of over the level table."""
+    c = cfg.metadata
+    if profile.module("POSIX") is None and profile.module("STDIO") is None:
+        return False
+    if len(profile.ops):
+        return True  # peak rates and extra op kinds come from the ops
+    counts = {k: level_total(profile, k) for k in ("opens", "stats", "seeks", "fsyncs")}
+    n_meta = sum(counts.values())
+    if n_meta < c.min_ops:
+        return False
+    if n_meta / max(profile.job.runtime_s or 0.0, 1e-3) >= c.rate_per_s:
+        return True
+    data_ops = level_total(profile, "reads") + level_total(profile, "writes")
+    if counts["opens"] >= c.min_ops and counts["opens"] / max(data_ops, 1) >= c.opens_per_data_op:
+        return True
+    meta = level_total(profile, "meta_s")
+    total = meta + level_total(profile, "read_s") + level_total(profile, "write_s")
+    if (meta / total if total > 0 else 0.0) >= c.time_share * (1 - 1e-6):
+        return True
+    std_ids = std_file_ids(profile)
+    for mod in ("POSIX", "STDIO"):  # reopened (process, file) pairs
+        t = profile.module(mod)
+        if t is not None:
+            hit = (t["proc"] >= 0) & (pcol(profile, mod, f"{mod}_OPENS") >= c.reopen_count)
+            if hit.any() and (hit & ~isin(t["file_id"], std_ids)).any():
+                return True
+    return False
+
+
+def _may_many(profile: JobProfile, cfg: Config) -> bool:
+    """At least small_files.count POSIX-level records (each small file has one)."""
+    return sum(len(t) for t in (profile.module("POSIX"), profile.module("STDIO")) if t is not None) >= cfg.small_files.count
+
+
 def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.metadata
+    c = cfg.metadata
+    if not _may_storm(profile, cfg):
+        return []
+    m = metrics_of(profile)
     lv = m.level
     counts = {k: int(lv[k].sum()) for k in ("opens", "stats", "seeks", "fsyncs")}
     peak, extra = _peak_rate(profile)
@@ -57,7 +99,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     data_ops = int((lv["reads"] + lv["writes"]).sum())
     opens_per_op = counts["opens"] / max(data_ops, 1)
     own = lv["proc"] >= 0
-    std_ids = np.array([f for f, p in profile.path_of().items() if p in _STD], dtype="u8")
+    std_ids = m.file_ids[file_paths(profile)[1]]  # the level rows' files named <STDIN> etc.
     # stdin/stdout/stderr "opens" are dup'd descriptors of a terminal or pipe, not file-system metadata
     reopen = own & (lv["opens"] >= c.reopen_count) & ~np.isin(lv["file_id"], std_ids)
     reasons = []
@@ -110,14 +152,16 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.small_files
+    c = cfg.small_files
+    if not _may_many(profile, cfg):
+        return []
+    m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):
         return []
-    paths = profile.path_of()
-    p = np.array([paths.get(int(f), "") for f in m.file_ids], dtype=object)
+    p, std = file_paths(profile)
     data = (fs["bytes_read"] + fs["bytes_written"]) > 0
-    real = ~np.isin(p, _STD)
+    real = ~std
     small = real & data & (fs["size_bytes"] < c.size_bytes)
     opened_only = real & ~data & (fs["opens"] > 0)
     if small.sum() < c.count:

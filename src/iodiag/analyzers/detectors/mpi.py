@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of, ops_procs_per_file
+from ..metrics import col, file_paths, fmt_bytes, group_sum, level_total, metrics_of, module_sums, ops_procs_per_file
 from ._common import finding, top_files
 
 
@@ -40,20 +40,41 @@ def _mpiio_per_file(mp, fids):
     return coll, indep, g("MPIIO_F_READ_TIME") + g("MPIIO_F_WRITE_TIME"), small
 
 
+def _may_contend(profile: JobProfile, cfg: Config) -> bool:
+    """Some file has writes and, without ops, the job has shared_min_ranks processes (ranks per file are
+    then m.file_ranks, at most m.nprocs)."""
+    if level_total(profile, "writes") <= 0:
+        return False
+    return bool(len(profile.ops)) or max(int(profile.job.nprocs), len(profile.processes), 1) >= cfg.access.shared_min_ranks
+
+
+def _may_indep(profile: JobProfile, cfg: Config) -> bool:
+    """A hit needs >= 2 ranks and indep >= max(min_ops // 10, 2 * ranks) on one file: the job must have that many."""
+    tot = module_sums(profile, "MPI-IO")
+    indep = sum(tot.get(f"MPIIO_{k}", 0.0) for k in ("INDEP_READS", "INDEP_WRITES", "NB_READS", "NB_WRITES"))
+    return indep >= max(cfg.access.min_ops // 10, 4)
+
+
 def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.access
+    c = cfg.access
+    if not _may_contend(profile, cfg):
+        return []
+    m = metrics_of(profile)
     fs = m.file_stats
     if not len(m.file_ids):
         return []
+    if not len(profile.ops) and m.file_ranks.max() < c.shared_min_ranks:
+        return []  # without ops, the ranks per file are m.file_ranks
     ranks = _ranks_per_file(profile, m.file_ids)
     coll = np.zeros(len(m.file_ids))
     mp = profile.module("MPI-IO")
-    if mp is not None:
+    tot = module_sums(profile, "MPI-IO")
+    if mp is not None and tot.get("MPIIO_COLL_READS", 0.0) + tot.get("MPIIO_COLL_WRITES", 0.0) > 0:  # else all 0
         fids = np.union1d(m.file_ids, mp["file_id"])
-        cl = _mpiio_per_file(mp, fids)[0]
+        fidx = np.searchsorted(fids, mp["file_id"])
+        cl = group_sum(fidx, col(mp, "MPIIO_COLL_READS", "f8"), len(fids)) + group_sum(fidx, col(mp, "MPIIO_COLL_WRITES", "f8"), len(fids))
         coll = cl[np.searchsorted(fids, m.file_ids)]
-    paths = profile.path_of()
-    std = np.array([paths.get(int(f), "") in ("<STDIN>", "<STDOUT>", "<STDERR>") for f in m.file_ids])
+    std = file_paths(profile)[1]
     hit = (ranks >= c.shared_min_ranks) & (fs["writes"] > 0) & (coll == 0) & ~std
     if not hit.any():
         return []
@@ -84,7 +105,10 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     mp = profile.module("MPI-IO")
     if mp is None:
         return []
-    m, c = metrics_of(profile), cfg.access
+    c = cfg.access
+    if not _may_indep(profile, cfg):
+        return []
+    m = metrics_of(profile)
     fids = np.unique(mp["file_id"])
     coll, indep, t, small = _mpiio_per_file(mp, fids)
     ranks = _ranks_per_file(profile, fids)

@@ -14,7 +14,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, metrics_of, peer_mask, robust_z
+from ..metrics import col, fmt_bytes, group_sum, median, metrics_of, pcol, peer_mask, robust_z
 from ._common import finding, top_files
 
 # highest interface first: the level at which the application itself asks for data
@@ -48,7 +48,10 @@ def _rows_of(profile: JobProfile, proc: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m, c = metrics_of(profile), cfg.stragglers
+    c = cfg.stragglers
+    if len(profile.processes) < c.min_processes:
+        return []  # active processes are peers, at most one per process row
+    m = metrics_of(profile)
     x = _proc_times(profile)
     active = (x > 0) & peer_mask(profile, m)
     if active.sum() < c.min_processes:
@@ -57,7 +60,7 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
     excess = x[active] - med
     # a process that is slow because it carries more bytes is rank-imbalance, not a straggler
     b = m.proc_bytes[active]
-    heavy = b >= cfg.access.imbalance_ratio * max(float(np.median(b)), 1.0)
+    heavy = b >= cfg.access.imbalance_ratio * max(median(b), 1.0)
     slow = (z > c.mad_factor) & (excess >= max(c.min_excess_s, c.min_excess_share * med)) & ~heavy
     if not slow.any():
         return []
@@ -140,6 +143,8 @@ def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
 
 
 def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
+    if len(profile.processes) < cfg.stragglers.min_processes:
+        return []  # peers are at most one per process row
     m, c = metrics_of(profile), cfg.access
     peers = peer_mask(profile, m)
     if peers.sum() < cfg.stragglers.min_processes:
@@ -147,7 +152,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     b = np.where(peers, m.proc_bytes, 0.0)
     if b.max() <= 0:
         return []
-    med = float(np.median(b[peers]))
+    med = median(b[peers])
     ratio = float(b.max() / med) if med > 0 else float("inf")
     if ratio < c.imbalance_ratio:
         return []
@@ -155,7 +160,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = m.proc_io_s[peers]
     ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
           "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
-          "max_io_s": float(t.max()), "median_io_s": float(np.median(t))}
+          "max_io_s": float(t.max()), "median_io_s": median(t)}
     note = ""
     mp = profile.module("MPI-IO")
     if mp is not None:
@@ -164,7 +169,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
             note = ""
         else:
             per = group_sum(mp["proc"], mb, m.nprocs)[: m.nprocs]
-            ev["mpiio_max_over_median"] = float(per.max() / max(np.median(per), 1))
+            ev["mpiio_max_over_median"] = float(per.max() / max(median(per), 1))
         coll = col(mp, "MPIIO_COLL_WRITES").sum() + col(mp, "MPIIO_COLL_READS").sum()
         if coll:
             note = (" MPI-IO collective calls are present, so POSIX traffic concentrates on the collective-buffering "
@@ -185,19 +190,20 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
     return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
-                    cost_s=float(t.max() - np.median(t)), total_s=float(t.max()), evidence=ev, files=files,
+                    cost_s=float(t.max() - median(t)), total_s=float(t.max()), evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
                     recommendation=f"spread the I/O:{note} give every process a similar share of the data "
                     f"(today {len(heavy)} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")]
 
 
-def _data_ops(t, pre: str) -> np.ndarray:
-    return col(t, f"{pre}_READS") + col(t, f"{pre}_WRITES")
+def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
+    return pcol(profile, mod, f"{pre}_READS") + pcol(profile, mod, f"{pre}_WRITES")
 
 
 def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
-    m = metrics_of(profile)
-    n = m.nprocs
+    if len(profile.processes) < 2:
+        return []  # eligible ranks are at most one per process row
+    n = max(int(profile.job.nprocs), len(profile.processes), 1)  # metrics_of(profile).nprocs
     logs = profile.processes["log"]
     # only ranks of one parallel program (a log of >= 2 processes); separate 1-process logs are separate programs
     eligible = np.zeros(n, bool)
@@ -206,9 +212,11 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         return []
     for mod, pre in _LEVELS:
         t = profile.module(mod)
-        if t is None or _data_ops(t, pre).sum() == 0:
+        if t is None:
             continue
-        ops = _data_ops(t, pre)
+        ops = _data_ops(profile, mod, pre)
+        if ops.sum() == 0:
+            continue
         if ((t["rank"] < 0) & (ops > 0)).any():
             return []  # a shared record hides which ranks did the work
         per = np.bincount(t["proc"][ops > 0], weights=ops[ops > 0], minlength=n)[:n]
@@ -217,6 +225,7 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
             return []
         n = int(eligible.sum())
         active = n - len(idle)
+        m = metrics_of(profile)
         cost = m.critical_io_s * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
               "data_ops_on_active": int(per.sum()), "critical_io_s": m.critical_io_s}

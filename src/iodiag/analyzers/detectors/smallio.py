@@ -15,7 +15,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import fmt_bytes, group_sum, isin, metrics_of, ops_groups, size_hist, small_bucket_count
+from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist,
+                       small_bucket_count)
 from ._common import finding, pct, top_files, top_procs
 
 
@@ -46,12 +47,20 @@ def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> 
                 requests_after_buffering=int(np.ceil(run_bytes[multi] / buf).sum()))
 
 
+def _may_hit(profile: JobProfile, cfg: Config) -> bool:
+    """No file can hold min_ops small ops when the whole job has fewer."""
+    nb, _ = small_bucket_count(cfg.small_io.size_bytes)
+    tot = module_sums(profile, "POSIX")
+    return sum(tot.get(f"POSIX_SIZE_{k}_{b}", 0.0) for k in ("READ", "WRITE") for b, _ in SIZE_BUCKETS[:nb]) >= cfg.small_io.min_ops
+
+
 def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
+    if not _may_hit(profile, cfg):
+        return []
     c = cfg.small_io
-    m = metrics_of(profile)
     nb, edge = small_bucket_count(c.size_bytes)
     reads, writes = t["POSIX_READS"].clip(0), t["POSIX_WRITES"].clip(0)
     sr = size_hist(t, "POSIX_SIZE_READ_")[:, :nb].sum(1)
@@ -64,6 +73,7 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     hit = (small_f >= c.min_ops) & (small_f >= c.min_share * np.maximum(ops_f, 1))
     if not hit.any():
         return []
+    m = metrics_of(profile)
     rows = hit[fidx]
     cost_f = group_sum(fidx, cost_row, len(fids))
     cost = float(cost_row[rows].sum())

@@ -96,7 +96,10 @@ def run(root: Path, tmp: Path, workers: int, tag: str) -> dict:
         from iodiag.site.ingest import local_cluster
 
         with local_cluster(workers) as lc, Client(lc) as client:  # the cluster `site ingest` starts
-            warm = sum(client.run(_warm, str(root), True).values())
+            # on each worker's task thread (the reader process belongs to the thread that runs the tasks)
+            addrs = list(client.scheduler_info()["workers"])
+            warm = sum(client.gather([client.submit(_warm, str(root), True, workers=[a], allow_other_workers=False, pure=False)
+                                      for a in addrs]))
             w0 = sum(client.run(_cpu).values())
             c0, t0 = _cpu(), time.perf_counter()
             s = ingest_archive(root, out, client=client)

@@ -670,3 +670,35 @@ def fmt_bytes(n: float) -> str:
         if abs(n) >= div:
             return f"{n / div:.1f} {unit}"
     return f"{int(n)} B"
+
+
+def lustre_osts(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
+    """(LUSTRE row, OST index) of every OST the rows' ``osts`` strings list (comma-separated integers; tokens
+    that are not integers skipped), parsed once per profile: one split of all rows joined instead of one per row."""
+    d = memo(profile)
+    if "lustre_osts" not in d:
+        lus = profile.module("LUSTRE")
+        d["lustre_osts"] = _parse_osts(lus["osts"].tolist() if lus is not None else [])
+    return d["lustre_osts"]
+
+
+def _parse_osts(texts: list) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        joined = ",".join(texts)
+    except TypeError:
+        texts = [str(t) for t in texts]
+        joined = ",".join(texts)
+    full = ",".join(filter(None, texts))  # the non-empty rows
+    if (full.isascii() and full.replace(",", "").isdigit() and full[0] != "," and full[-1] != ","
+            and ",," not in full):
+        # ASCII digits and commas, no empty token in a non-empty row: a row's OSTs are its tokens
+        vals = np.fromstring(full, dtype="i8", sep=",")
+        lens = np.fromiter(map(len, texts), "i8", len(texts))
+        start = np.cumsum(lens + 1) - (lens + 1)
+        commas = np.zeros(len(joined) + 1, "i8")
+        np.cumsum(np.frombuffer(joined.encode("ascii"), "u1") == 44, out=commas[1:])
+        per_row = np.where(lens > 0, commas[start + lens] - commas[start] + 1, 0)
+        if len(vals) == int(per_row.sum()) and int(vals.max()) < 2 ** 62:  # (larger: int() would not clip)
+            return np.repeat(np.arange(len(texts)), per_row), vals
+    pairs = [(i, int(o)) for i, txt in enumerate(texts) for o in str(txt).split(",") if o.strip().lstrip("-").isdigit()]
+    return np.array([p[0] for p in pairs], dtype="i8"), np.array([p[1] for p in pairs], dtype="i8")

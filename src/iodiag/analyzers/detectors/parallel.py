@@ -14,7 +14,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, median, metrics_of, pcol, peer_mask, robust_z
+from ..metrics import col, fmt_bytes, group_sum, lustre_osts, median, metrics_of, pcol, peer_mask, robust_z
 from ._common import finding, top_files
 
 # highest interface first: the level at which the application itself asks for data
@@ -129,9 +129,10 @@ def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
     strag = np.isin(lus["proc"], procs)
     if not strag.any():
         return {}
+    row, ost = lustre_osts(profile)
     def count(mask):
-        ids = [int(o) for txt in lus["osts"][mask] for o in str(txt).split(",") if o.strip().lstrip("-").isdigit()]
-        return np.bincount(ids, minlength=1) if ids else np.zeros(1, "i8")
+        ids = ost[mask[row]]
+        return np.bincount(ids, minlength=1) if len(ids) else np.zeros(1, "i8")
     a, b = count(strag), count(~strag)
     n = max(len(a), len(b))
     a, b = np.pad(a, (0, n - len(a))), np.pad(b, (0, n - len(b)))

@@ -196,24 +196,77 @@ def module_sums(profile: JobProfile, mod: str) -> dict[str, float]:
     return sums
 
 
+_FEW_FILES = 64  # up to this many files, a Python loop over them costs less than a dozen NumPy calls
+
+
 def file_paths(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
     """(path of each ``metrics_of(profile).file_ids`` entry ("" when unnamed), whether it is stdin/stdout/stderr),
     once per profile."""
     d = memo(profile)
     if "file_paths" not in d:
-        paths = profile.path_of()
-        p = np.array([paths.get(f, "") for f in metrics_of(profile).file_ids.tolist()], dtype=object)
-        std = np.isin(p, ("<STDIN>", "<STDOUT>", "<STDERR>")) if len(p) else np.zeros(0, bool)
+        fids = metrics_of(profile).file_ids
+        if len(fids) <= _FEW_FILES:
+            paths = profile.path_of()
+            p = np.array([paths.get(f, "") for f in fids.tolist()], dtype=object)
+            std = np.isin(p, ("<STDIN>", "<STDOUT>", "<STDERR>")) if len(p) else np.zeros(0, bool)
+        else:  # many files: one search of the files table; the few std ids compared
+            p, found = _take_files(profile, fids, "path")
+            if not found.all():
+                p[~found] = ""
+            std = isin(fids, std_file_ids(profile))
         p.flags.writeable = std.flags.writeable = False
         d["file_paths"] = (p, std)
     return d["file_paths"]
+
+
+def _take_files(profile: JobProfile, fids: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(``profile.files[column]`` of each file id (a copy; the first row where an id is missing), whether the id
+    is in the files table) by a search of the file ids instead of a dict lookup per id."""
+    ft = profile.files
+    ids = ft["file_id"]
+    if not len(ids):
+        out = np.empty(len(fids), dtype=object)
+        out[:] = None
+        return out, np.zeros(len(fids), bool)
+    order = None if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])) else np.argsort(ids, kind="stable")
+    srt = ids if order is None else ids[order]
+    k = np.minimum(np.searchsorted(srt, fids), len(ids) - 1)
+    found = srt[k] == fids
+    rows = k if order is None else order[k]
+    return ft[column][rows], found
+
+
+def angle_file_ids(profile: JobProfile) -> np.ndarray:
+    """Ids of the files table's rows whose path starts with "<" (<STDOUT>, <unnamed ...>), in table order, once
+    per profile; for many files from the first byte of each path in one encoded string, not a test per path."""
+    d = memo(profile)
+    if "angle_ids" not in d:
+        ft = profile.files
+        paths = ft["path"].tolist()
+        hit = None
+        if len(paths) > _FEW_FILES and all(type(x) is str for x in paths[:1]):
+            try:
+                joined = "\0" + "\0".join(paths) + "\0"
+            except TypeError:
+                joined = ""
+            if joined.count("\0") == len(paths) + 1:  # no NUL inside a path: one separator per path
+                b = np.frombuffer(joined.encode("utf-8", "surrogatepass"), "u1")
+                starts = np.flatnonzero(b == 0)[:-1] + 1  # "<" is one byte in UTF-8, never part of a longer character
+                hit = b[starts] == 60
+        if hit is None:
+            hit = np.array([x.startswith("<") for x in paths], dtype=bool)
+        d["angle_ids"] = ft["file_id"][hit] if len(paths) else np.zeros(0, "u8")
+    return d["angle_ids"]
 
 
 def std_file_ids(profile: JobProfile) -> np.ndarray:
     """File ids named <STDIN>, <STDOUT> or <STDERR>, once per profile."""
     d = memo(profile)
     if "std_ids" not in d:
-        d["std_ids"] = np.array([f for f, p in profile.path_of().items() if p in ("<STDIN>", "<STDOUT>", "<STDERR>")], dtype="u8")
+        paths = profile.path_of()
+        few = len(paths) <= _FEW_FILES
+        d["std_ids"] = np.array([f for f in (paths if few else angle_file_ids(profile).tolist())
+                                 if paths.get(f) in ("<STDIN>", "<STDOUT>", "<STDERR>")], dtype="u8")
     return d["std_ids"]
 
 

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..findings import FINDING_IDS, Finding
-from ..analyzers.metrics import median, module_sums, pcol
+from ..analyzers.metrics import angle_file_ids, isin, median, module_sums, pcol
 from ..profile import JobProfile
 
 FORMAT_VERSION = 1
@@ -171,15 +171,15 @@ _FILE_COLS = (("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BY
               ("MPI-IO", "MPIIO_BYTES_READ", "MPIIO_BYTES_WRITTEN", None, None))
 
 
-def _files(profile: JobProfile, *mods: _Mod) -> tuple[list, list, list, list, list]:
+def _files(profile: JobProfile, *mods: _Mod) -> tuple:
     """Per data file (sorted ids; not <STDOUT> and friends): bytes read, bytes written, size (largest offset + 1)
     and whether a shared record names it.  A few records are grouped in Python, many with NumPy: the same
     sums in the same order (bincount adds row by row from 0.0, as the dicts do)."""
     cols = [(np.asarray(m.t["file_id"], dtype="u8"), m.col(br), m.col(bw),
              np.maximum(m.col(mr), m.col(mw)) + 1 if mr else np.zeros(len(m.t)), m.t["rank"] < 0)
             for m, (_, br, bw, mr, mw) in zip(mods, _FILE_COLS) if m]
-    paths = profile.path_of()
     if sum(len(c[0]) for c in cols) <= 64:
+        paths = profile.path_of()
         acc: dict[int, list] = {}
         for ids, r, w, x, s in cols:
             for i, rv, wv, xv, sv in zip(ids.tolist(), r.tolist(), w.tolist(), x.tolist(), s.tolist()):
@@ -192,14 +192,40 @@ def _files(profile: JobProfile, *mods: _Mod) -> tuple[list, list, list, list, li
         return keep, *([acc[i][j] for i in keep] for j in range(4))  # type: ignore[return-value]
     ids = np.concatenate([c[0] for c in cols])
     uniq, inv = np.unique(ids, return_inverse=True)
-    data = np.fromiter((not paths.get(int(i), "").startswith("<") for i in uniq.tolist()), dtype=bool, count=len(uniq))
+    # ids named "<...>" (<STDOUT>, <unnamed ...>) are few: find them once among the paths, then compare ids
+    special = angle_file_ids(profile)
+    data = ~isin(uniq, special) if len(special) else np.ones(len(uniq), bool)
     rb = np.bincount(inv, weights=np.concatenate([c[1] for c in cols]), minlength=len(uniq))
     wb = np.bincount(inv, weights=np.concatenate([c[2] for c in cols]), minlength=len(uniq))
-    mx = np.zeros(len(uniq))
-    np.maximum.at(mx, inv, np.concatenate([c[3] for c in cols]))
-    sh = np.zeros(len(uniq))
-    np.maximum.at(sh, inv, np.concatenate([c[4] for c in cols]).astype("f8"))
-    return uniq[data].tolist(), rb[data].tolist(), wb[data].tolist(), mx[data].tolist(), sh[data].tolist()
+    # per-file maxima (order does not matter): maximum.reduceat over the rows grouped by file
+    order = np.argsort(inv, kind="stable")
+    first = np.searchsorted(inv[order], np.arange(len(uniq)))
+    mx = np.maximum(np.maximum.reduceat(np.concatenate([c[3] for c in cols]).astype("f8")[order], first), 0.0)
+    sh = (np.bincount(inv, weights=np.concatenate([c[4] for c in cols]), minlength=len(uniq)) > 0).astype("f8")
+    return uniq[data], rb[data], wb[data], mx[data], sh[data]
+
+
+def _bytes_by_fs(profile: JobProfile, uniq, rb, wb) -> dict[str, float]:
+    """File-system type ("unknown" when none) -> bytes read + written of the files, added file by file in order."""
+    if isinstance(uniq, list):
+        fs_of = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
+        by_fs: dict[str, float] = {}
+        for fid, r, w in zip(uniq, rb, wb):
+            fs = fs_of.get(fid) or "unknown"
+            by_fs[fs] = by_fs.get(fs, 0.0) + (r + w)
+        return by_fs
+    ft = profile.files
+    k = np.searchsorted(ft["file_id"], uniq)
+    k = np.minimum(k, max(len(ft) - 1, 0))
+    found = ft["file_id"][k] == uniq if len(ft) else np.zeros(len(uniq), bool)
+    fs = np.where(found, ft["fs_type"][k] if len(ft) else None, None)
+    names: dict[str, int] = {}
+    code = np.zeros(len(uniq), "i8")
+    for v in set(fs.tolist()):  # a few distinct types (one object each, from the mount table)
+        code[fs == v] = names.setdefault(v or "unknown", len(names))
+    # bincount adds each bin's values in order from 0.0, as by_fs[fs] += r + w does
+    tot = np.bincount(code, weights=rb + wb, minlength=len(names)).tolist()
+    return {name: tot[c] for name, c in names.items()}
 
 
 def extract_features(profile: JobProfile) -> dict[str, Any]:
@@ -276,17 +302,18 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     # files: data files touched through POSIX/STDIO/MPI-IO (not <STDOUT> and friends)
     uniq, rb, wb, mx, sh = _files(profile, px, st, mp)
     f["n_files"] = len(uniq)
-    f["n_files_read"] = sum(1 for x in rb if x > 0)
-    f["n_files_written"] = sum(1 for x in wb if x > 0)
-    f["n_files_shared"] = sum(1 for x in sh if x > 0)
-    f["max_file_bytes"] = float(max(mx)) if mx else math.nan
+    if isinstance(uniq, list):  # a few records, grouped in Python
+        f["n_files_read"] = sum(1 for x in rb if x > 0)
+        f["n_files_written"] = sum(1 for x in wb if x > 0)
+        f["n_files_shared"] = sum(1 for x in sh if x > 0)
+        f["max_file_bytes"] = float(max(mx)) if mx else math.nan
+    else:
+        f["n_files_read"], f["n_files_written"] = int((rb > 0).sum()), int((wb > 0).sum())
+        f["n_files_shared"] = int((sh > 0).sum())
+        f["max_file_bytes"] = float(mx.max()) if len(mx) else math.nan
 
     # file systems: the one that moved the most bytes is the job's main one
-    fs_of = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
-    by_fs: dict[str, float] = {}
-    for fid, r, w in zip(uniq, rb, wb):
-        fs = fs_of.get(fid) or "unknown"
-        by_fs[fs] = by_fs.get(fs, 0.0) + (r + w)
+    by_fs = _bytes_by_fs(profile, uniq, rb, wb)
     f["fs_types"] = ",".join(sorted(by_fs))
     f["fs_type_main"] = max(by_fs, key=lambda k: (by_fs[k], k)) if by_fs else ""
 

@@ -29,7 +29,10 @@ def chunk_grids(paths, nbytes) -> dict[str, dict]:
     """array -> {grid, chunks, bytes} from chunk-file paths and the bytes written/read per path."""
     out: dict[str, dict] = {}
     for path, b in zip(paths, nbytes):
-        key = chunk_key(str(path))
+        path = str(path)
+        if ".zarr" not in path:  # both patterns need it (removing a .partial suffix cannot make one)
+            continue
+        key = chunk_key(path)
         if key is None:
             continue
         arr, idx = key
@@ -63,6 +66,7 @@ def merge_plan(grid: list[int], mean_bytes: float, target: float) -> tuple[list[
 
 _PY = re.compile(r"(\.pyc?|\.so(\.[\d.]+)?|/site-packages/.*|/lib/python[\d.]+/.*)$")
 _ARRAY_FILE = re.compile(r"\.(nc|nc4|h5|hdf5|he5|hdf)$", re.I)
+_ARRAY_EXT = (".nc", ".nc4", ".h5", ".hdf5", ".he5", ".hdf")
 
 
 def path_kind(path: str) -> str:
@@ -72,6 +76,8 @@ def path_kind(path: str) -> str:
         return "python-import"
     if ".zarr" in path and chunk_key(path) is not None:
         return "zarr-chunk"
-    if _ARRAY_FILE.search(path):
-        return "netcdf-hdf5"
-    return "other"
+    if path[-1:] == "\n":  # `$` also matches before a final newline: let the pattern decide
+        return "netcdf-hdf5" if _ARRAY_FILE.search(path) else "other"
+    # the pattern's test on the last 5 characters (its longest suffix, ".hdf5"); none of its letters has a
+    # non-ASCII case variant, so lower() compares as re.I does
+    return "netcdf-hdf5" if path[-5:].lower().endswith(_ARRAY_EXT) else "other"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from typing import Any, Callable, Iterable, Sequence
@@ -38,6 +39,7 @@ def parse_log_name(path: str) -> dict[str, str]:
     return m.groupdict() if m else {}
 
 
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
 _LOOKUPS: dict[tuple, Callable[[list[str]], tuple[np.ndarray, np.ndarray]]] = {}
 
 
@@ -55,9 +57,10 @@ def _fs_lookup(mounts: list[tuple[str, str]]):
     if len(_LOOKUPS) >= 16:
         _LOOKUPS.clear()
     ordered = [(mnt, mnt.rstrip("/") + "/", fstype) for mnt, fstype in sorted(mounts, key=lambda m: len(m[0]), reverse=True)]
-    by_dir: dict[str | None, tuple[str, str]] = {}
+    by_dir: dict[str, tuple[str, str]] = {}
     mount_paths = {m for m, _, _ in ordered}
 
+    # by_dir: directory key ("dir/" for "dir/name", "" for a name without a slash) -> (mount, type)
     def find(path: str) -> tuple[str, str]:
         for mnt, prefix, fstype in ordered:
             if path == mnt or path.startswith(prefix) or mnt == "/":
@@ -67,6 +70,8 @@ def _fs_lookup(mounts: list[tuple[str, str]]):
     def lookup(paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if len(by_dir) >= 4096:
             by_dir.clear()
+        if not mount_paths.intersection(paths):
+            return lookup_dirs(paths)
         get = by_dir.get
         mnt_col = np.empty(len(paths), dtype=object)
         fs_col = np.empty(len(paths), dtype=object)
@@ -77,12 +82,25 @@ def _fs_lookup(mounts: list[tuple[str, str]]):
             if path in mount_paths:
                 hit = find(path)
             else:
-                key = d if sep else None
+                key = d + sep  # "dir/", or "" without a slash (the keys lookup_dirs uses)
                 hit = get(key)
                 if hit is None:
                     hit = by_dir[key] = find(path)
             mnt_col[k], fs_col[k] = hit
         return mnt_col, fs_col
+
+    def lookup_dirs(paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``lookup`` when no path is a mount point, with C-level maps instead of a Python step per path: the
+        directory key of each path, find() for the first path of each directory not seen before, then one
+        dict lookup per path."""
+        keys = [p[:p.rfind("/") + 1] for p in paths]
+        new = set(keys).difference(by_dir)
+        if new:
+            first = dict(zip(reversed(keys), reversed(paths)))  # key -> its first path
+            for k in new:  # find() is pure: the order does not matter
+                by_dir[k] = find(first[k])
+        hits = list(map(by_dir.__getitem__, keys))
+        return _objects(list(map(_first, hits))), _objects(list(map(_second, hits)))
 
     _LOOKUPS[key] = lookup
     return lookup
@@ -301,7 +319,10 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
     id_parts = [c["file_id"] for parts in counters.values() for c in parts] + [p["file_id"] for p in ops_parts]
     fid_arr = np.unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
     get_name = names.get
-    paths = [n if (n := get_name(i)) is not None else f"<unnamed {i:016x}>" for i in fid_arr.tolist()]
+    ids = fid_arr.tolist()
+    paths = list(map(get_name, ids))  # C-level; the few unnamed ids (None) are fixed below
+    if None in paths:
+        paths = [n if n is not None else f"<unnamed {i:016x}>" for i, n in zip(ids, paths)]
     mount_col, fs_col = _fs_lookup(mounts)(paths)
     files = Table._trusted({"file_id": fid_arr, "path": _objects(paths), "mount": mount_col, "fs_type": fs_col})
 

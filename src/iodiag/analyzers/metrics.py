@@ -263,11 +263,23 @@ def std_file_ids(profile: JobProfile) -> np.ndarray:
     """File ids named <STDIN>, <STDOUT> or <STDERR>, once per profile."""
     d = memo(profile)
     if "std_ids" not in d:
-        paths = profile.path_of()
-        few = len(paths) <= _FEW_FILES
-        d["std_ids"] = np.array([f for f in (paths if few else angle_file_ids(profile).tolist())
-                                 if paths.get(f) in ("<STDIN>", "<STDOUT>", "<STDERR>")], dtype="u8")
+        std = ("<STDIN>", "<STDOUT>", "<STDERR>")
+        if len(profile.files) <= _FEW_FILES:
+            d["std_ids"] = np.array([f for f, p in profile.path_of().items() if p in std], dtype="u8")
+        else:  # the few "<...>" ids, in table order
+            ids = angle_file_ids(profile)
+            d["std_ids"] = ids[np.isin(_take_files(profile, ids, "path")[0], std)] if len(ids) else np.zeros(0, "u8")
     return d["std_ids"]
+
+
+def paths_of_ids(profile: JobProfile, ids: np.ndarray) -> list:
+    """``[profile.path_of().get(int(i)) for i in ids]`` (None when the files table lacks the id); for a few ids
+    of a large table by a search of its ids, without building the path dict."""
+    if len(profile.files) <= _FEW_FILES or not len(ids):
+        paths = profile.path_of()
+        return [paths.get(i) for i in np.asarray(ids).tolist()]
+    p, found = _take_files(profile, np.asarray(ids), "path")
+    return [x if ok else None for x, ok in zip(p.tolist(), found.tolist())]
 
 
 def level_total(profile: JobProfile, key: str) -> float:

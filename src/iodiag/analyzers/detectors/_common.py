@@ -9,6 +9,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, severity_from_share
 from ...profile import JobProfile
+from ..metrics import paths_of_ids
 
 
 def finding(cfg: Config, id: str, title: str, *, cost_s: float | None, total_s: float | None,
@@ -45,8 +46,8 @@ def top_files(profile: JobProfile, file_ids: np.ndarray, weights: np.ndarray, k:
         return []
     order = np.argsort(-weights, kind="stable")[:k]
     order = order[weights[order] > 0]
-    paths = profile.path_of()
-    return [paths.get(int(f), f"<unnamed {int(f):016x}>") for f in file_ids[order]]
+    ids = file_ids[order]
+    return [p if p is not None else f"<unnamed {int(f):016x}>" for f, p in zip(ids.tolist(), paths_of_ids(profile, ids))]
 
 
 def top_procs(weights: np.ndarray, k: int) -> list[int]:

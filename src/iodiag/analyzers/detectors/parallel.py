@@ -183,7 +183,8 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     files = top_files(profile, lv["file_id"][mine], fb[mine], cfg.report.top_files)
     lus = profile.module("LUSTRE")
     if files and lus is not None:
-        fid = {v: k for k, v in profile.path_of().items()}.get(files[0])
+        named = profile.files["file_id"][profile.files["path"] == files[0]]  # the last id of that path, as a reversed dict gives
+        fid = int(named[-1]) if len(named) else None
         sc = lus["stripe_count"][lus["file_id"] == fid] if fid is not None else []
         if len(sc):
             ev["top_file_stripe_count"] = int(sc.max())

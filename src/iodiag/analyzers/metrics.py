@@ -767,3 +767,39 @@ def _parse_osts(texts: list) -> tuple[np.ndarray, np.ndarray]:
             return np.repeat(np.arange(len(texts)), per_row), vals
     pairs = [(i, int(o)) for i, txt in enumerate(texts) for o in str(txt).split(",") if o.strip().lstrip("-").isdigit()]
     return np.array([p[0] for p in pairs], dtype="i8"), np.array([p[1] for p in pairs], dtype="i8")
+
+
+def lustre_stripe(profile: JobProfile, fids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stripe size of each file id's last LUSTRE row as float, 0.0 without one; whether the id has a LUSTRE
+    row): ``dict(zip(file_id, stripe_size))`` lookups, by a search of the ids."""
+    fids = np.asarray(fids)
+    lus = profile.module("LUSTRE")
+    if lus is None or not len(lus) or not len(fids):
+        return np.zeros(len(fids)), np.zeros(len(fids), bool)
+    d = memo(profile)
+    if "lustre_last" not in d:
+        ids = lus["file_id"]
+        order = np.argsort(ids, kind="stable")
+        srt = ids[order]
+        last = np.ones(len(srt), bool)
+        last[:-1] = srt[1:] != srt[:-1]  # the last row of each id in table order (stable sort keeps it last)
+        d["lustre_last"] = (srt[last], lus["stripe_size"][order[last]])
+    u, size = d["lustre_last"]
+    k = np.minimum(np.searchsorted(u, fids), len(u) - 1)
+    has = u[k] == fids
+    return np.where(has, size[k], 0).astype("f8"), has
+
+
+def on_parallel_fs(profile: JobProfile, fids: np.ndarray, parallel_fs) -> np.ndarray:
+    """Per file id: ``str(fs_type).lower() in parallel_fs`` ("" when the files table lacks the id) or a LUSTRE
+    row names it; the test runs once per distinct file-system type, not once per file."""
+    fids = np.asarray(fids)
+    fs, found = _take_files(profile, fids, "fs_type")
+    out = np.zeros(len(fids), bool)
+    if not found.all():
+        fs = fs.copy() if fs.dtype == object else fs.astype(object)
+        fs[~found] = ""
+    for v in set(fs.tolist()):
+        if str(v).lower() in parallel_fs:
+            out |= fs == v
+    return out | lustre_stripe(profile, fids)[1]

@@ -13,7 +13,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, isin, level_total, metrics_of, module_sums, ops_groups, pcol
+from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, metrics_of, module_sums, on_parallel_fs, ops_groups,
+                       pcol)
 from ._common import finding, pct, top_files
 
 
@@ -93,11 +94,8 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     r, w, na, br, bw, rt, wt = _per_file(profile, ["POSIX_READS", "POSIX_WRITES", "POSIX_FILE_NOT_ALIGNED",
                                              "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
                                              "POSIX_F_WRITE_TIME"], fidx, len(fids))
-    fs = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
-    lus = profile.module("LUSTRE")
-    stripe = dict(zip(lus["file_id"].tolist(), lus["stripe_size"].tolist())) if lus is not None else {}
     # a LUSTRE record proves a parallel file system even when an obfuscated name hides the mount
-    parallel = np.array([str(fs.get(int(f), "")).lower() in c.parallel_fs or int(f) in stripe for f in fids])
+    parallel = on_parallel_fs(profile, fids, c.parallel_fs)
     ops = r + w
     mean = (br + bw) / np.maximum(ops, 1)
     # small requests are always misaligned; small-io owns them
@@ -111,13 +109,14 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     ranks[np.searchsorted(fids, m.file_ids[np.isin(m.file_ids, fids)])] = m.file_ranks[np.isin(m.file_ids, fids)]
     # a misaligned request of s bytes shares a partial stripe/lock of A bytes with its neighbour at each end:
     # about A/s of it is extra work (all of it when s < A); a lone writer pays a fifth of that (no lock ping-pong)
-    a_f = np.array([float(stripe.get(int(f), 0) or a) for f, a in zip(fids, align)])
+    stripe = lustre_stripe(profile, fids)[0]
+    a_f = np.where(stripe != 0, stripe, align)
     factor = np.minimum(1.0, a_f / np.maximum(mean, 1)) * np.where(ranks >= 2, 1.0, 0.2)
     cost_f = (rt + wt) * na / np.maximum(ops, 1) * factor * hit
     i = int(np.argmax(cost_f))
-    a = int(stripe.get(int(fids[i]), 0) or align[i])
+    a = int(a_f[i])
     ev = {"misaligned_ops": int(na[hit].sum()), "ops": int(ops[hit].sum()), "alignment_bytes": a,
-          "lustre_stripe_bytes": int(stripe.get(int(fids[i]), 0)), "mean_request_bytes": float(mean[i]),
+          "lustre_stripe_bytes": int(stripe[i]), "mean_request_bytes": float(mean[i]),
           "files": int(hit.sum())}
     return [finding(cfg, "misaligned", f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
                     f"{fmt_bytes(a)} file-system blocks", cost_s=float(cost_f.sum()), total_s=m.total_io_s, evidence=ev,

@@ -13,7 +13,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, file_paths, fmt_bytes, group_sum, level_total, metrics_of, module_sums, ops_procs_per_file
+from ..metrics import (col, file_paths, fmt_bytes, group_sum, level_total, lustre_stripe, metrics_of, module_sums, on_parallel_fs,
+                       ops_procs_per_file)
 from ._common import finding, top_files
 
 
@@ -80,12 +81,10 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
         return []
     # writers collide where their regions meet (one stripe/lock unit per boundary): about unit/request of
     # each write is contended, all of it for small interleaved writes; local file systems pay a fifth
-    lus = profile.module("LUSTRE")
-    stripe = dict(zip(lus["file_id"].tolist(), lus["stripe_size"].tolist())) if lus is not None else {}
-    fst = dict(zip(profile.files["file_id"].tolist(), profile.files["fs_type"].tolist()))
-    unit = np.array([float(stripe.get(int(f), 0) or 1 << 20) for f in m.file_ids])
+    stripe = lustre_stripe(profile, m.file_ids)[0]
+    unit = np.where(stripe != 0, stripe, float(1 << 20))
     mean_w = fs["bytes_written"] / np.maximum(fs["writes"], 1)
-    par = np.array([str(fst.get(int(f), "")).lower() in c.parallel_fs or int(f) in stripe for f in m.file_ids])
+    par = on_parallel_fs(profile, m.file_ids, c.parallel_fs)
     cost_f = fs["write_s"] * np.minimum(1.0, unit / np.maximum(mean_w, 1)) * np.where(par, 1.0, 0.2) * hit
     i = int(np.argmax(np.where(hit, cost_f + fs["write_s"] * 1e-6 + 1e-12, -1.0)))
     ev = {"shared_files": int(hit.sum()), "max_writers": int(ranks[hit].max()), "writes": int(fs["writes"][hit].sum()),

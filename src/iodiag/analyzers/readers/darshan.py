@@ -293,17 +293,23 @@ def _names(handle) -> dict[int, str]:
     nrecs = ffi.new("struct darshan_name_record **")
     cnt = ffi.new("int *")
     L.darshan_log_get_name_records(handle, nrecs, cnt)
-    out = {}
     n = cnt[0]
-    if n:
-        recs, string, free = nrecs[0], ffi.string, L.darshan_free
-        for i in range(n):
-            rec = recs[i]
-            name = rec.name
-            out[int(rec.id)] = string(name).decode("utf-8", "replace")
-            free(name)
-        free(recs)
-    return out
+    if not n:
+        return {}
+    recs, string, free = nrecs[0], ffi.string, L.darshan_free
+    # the ids in one NumPy view of the (id, name pointer) array; only the names need a call each
+    size = ffi.sizeof("struct darshan_name_record")
+    if size % 8 == 0 and ffi.offsetof("struct darshan_name_record", "id") == 0:
+        ids = np.frombuffer(ffi.buffer(recs, n * size), dtype="<u8")[:: size // 8].tolist()
+    else:  # a layout we did not expect: one look-up per record
+        ids = [int(recs[i].id) for i in range(n)]
+    raw = []
+    for i in range(n):
+        name = recs[i].name
+        raw.append(string(name))
+        free(name)
+    free(recs)
+    return dict(zip(ids, [b.decode("utf-8", "replace") for b in raw]))
 
 
 def read_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names: bool = True) -> dict[str, Any]:

@@ -122,7 +122,9 @@ def _pos_blocks(profile: JobProfile, mod: str) -> list[tuple[tuple, np.ndarray]]
             if arr.ndim != 2 or arr.shape != (len(t), len(names)) or arr.dtype.kind not in "iuf":
                 parts = None
                 break
-            parts.append((tuple(names), np.where(arr > 0, arr, 0)))
+            # integers: maximum(arr, 0) is where(arr > 0, arr, 0) (same values and dtype) in one pass; floats
+            # keep where (NaN and -0.0 become 0 there, not with maximum)
+            parts.append((tuple(names), np.maximum(arr, 0) if arr.dtype.kind in "iu" else np.where(arr > 0, arr, 0)))
         d[key] = parts
     return d[key]
 

@@ -64,6 +64,26 @@ def test_abandoned_request_does_not_leak_into_the_next(corpus):
         srv.close()
 
 
+
+def test_request_that_raises_in_the_caller_does_not_leak_into_the_next(corpus):
+    """A progress callback that raises mid-request (or Ctrl-C there) leaves the server busy sending:
+    the next request must get its own logs only, not the rest of the first one's."""
+    paths = _logs(corpus)
+    good = [paths[0], paths[2], paths[0], paths[2]]
+    srv = ReaderServer()
+
+    def boom(n):
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(srv.read(good, MODULES, names=True, timeout_s=60, progress=boom))
+        out = list(srv.read([paths[2]], MODULES, names=True, timeout_s=60))
+        assert [r.path for r in out] == [paths[2]]
+        assert out[0].data["header"]["nprocs"] == 4
+    finally:
+        srv.close()
+
 def test_a_server_that_cannot_start_falls_back_to_forking(corpus, monkeypatch):
     import iodiag.analyzers.readers.isolate as iso
 

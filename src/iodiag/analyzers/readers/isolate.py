@@ -557,8 +557,10 @@ class ReaderServer:
         work = [(spec, [os.fspath(p) for p in paths], {}) for spec, paths in jobs]
         try:
             yield from self._run(work, fn, tuple(args), tuple(modules), names, timeout_s, progress)
-        except GeneratorExit:
-            # abandoned mid-request: the server may still be sending; a fresh one serves the next request
+        except BaseException:
+            # abandoned mid-request (the caller stopped iterating, a progress callback or an unpickling
+            # raised, Ctrl-C): the server may still be sending this request's messages, which the next
+            # request would take for its own; a fresh server serves the next request
             if self.proc is not None and self._busy:
                 self._kill()
             self._busy = False

@@ -67,13 +67,8 @@ def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int) ->
     _child_setup()
     for i, path in enumerate(paths):
         _send(wfd, ("start", i))
-        try:
-            data = read_log(path, modules, names=names)
-            _send(wfd, ("ok", i, data))
-        except LogReadError as exc:
-            _send(wfd, ("err", i, str(exc)))
-        except Exception as exc:  # noqa: BLE001 - anything inside the child becomes a per-log error
-            _send(wfd, ("err", i, f"{type(exc).__name__}: {exc}"))
+        r = _read_one(path, modules, names)
+        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error))
     _send(wfd, ("done",))
 
 
@@ -165,10 +160,7 @@ def read_logs(
     modules = tuple(modules)
     if not isolate:
         for p in paths:
-            try:
-                yield LogResult(p, data=read_log(p, modules, names=names))
-            except LogReadError as exc:
-                yield LogResult(p, error_kind="unreadable", error=str(exc))
+            yield _read_one(p, modules, names)
             if progress:
                 progress(1)
         return
@@ -196,7 +188,7 @@ def read_logs(
                     os.waitpid(pid, 0)
                     pid = None
                     i = current if current is not None else next_index
-                    yield LogResult(batch[i], error_kind="timeout", error=f"decoding did not finish within {timeout_s:.0f} s; the log is probably damaged")
+                    yield LogResult(batch[i], error_kind="timeout", error=_lost_cause("timeout", None, timeout_s))
                     if progress:
                         progress(1)
                     start += i + 1

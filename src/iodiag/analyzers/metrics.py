@@ -212,7 +212,7 @@ def file_paths(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
             p = np.array([paths.get(f, "") for f in fids.tolist()], dtype=object)
             std = np.isin(p, ("<STDIN>", "<STDOUT>", "<STDERR>")) if len(p) else np.zeros(0, bool)
         else:  # many files: one search of the files table; the few std ids compared
-            p, found = _take_files(profile, fids, "path")
+            p, found = files_column(profile, fids, "path")
             if not found.all():
                 p[~found] = ""
             std = isin(fids, std_file_ids(profile))
@@ -221,7 +221,7 @@ def file_paths(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
     return d["file_paths"]
 
 
-def _take_files(profile: JobProfile, fids: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
+def files_column(profile: JobProfile, fids: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
     """(``profile.files[column]`` of each file id (a copy; the first row where an id is missing), whether the id
     is in the files table) by a search of the file ids instead of a dict lookup per id."""
     ft = profile.files
@@ -270,7 +270,7 @@ def std_file_ids(profile: JobProfile) -> np.ndarray:
             d["std_ids"] = np.array([f for f, p in profile.path_of().items() if p in std], dtype="u8")
         else:  # the few "<...>" ids, in table order
             ids = angle_file_ids(profile)
-            d["std_ids"] = ids[np.isin(_take_files(profile, ids, "path")[0], std)] if len(ids) else np.zeros(0, "u8")
+            d["std_ids"] = ids[np.isin(files_column(profile, ids, "path")[0], std)] if len(ids) else np.zeros(0, "u8")
     return d["std_ids"]
 
 
@@ -280,7 +280,7 @@ def paths_of_ids(profile: JobProfile, ids: np.ndarray) -> list:
     if len(profile.files) <= _FEW_FILES or not len(ids):
         paths = profile.path_of()
         return [paths.get(i) for i in np.asarray(ids).tolist()]
-    p, found = _take_files(profile, np.asarray(ids), "path")
+    p, found = files_column(profile, np.asarray(ids), "path")
     return [x if ok else None for x, ok in zip(p.tolist(), found.tolist())]
 
 
@@ -796,7 +796,7 @@ def on_parallel_fs(profile: JobProfile, fids: np.ndarray, parallel_fs) -> np.nda
     """Per file id: ``str(fs_type).lower() in parallel_fs`` ("" when the files table lacks the id) or a LUSTRE
     row names it; the test runs once per distinct file-system type, not once per file."""
     fids = np.asarray(fids)
-    fs, found = _take_files(profile, fids, "fs_type")
+    fs, found = files_column(profile, fids, "fs_type")
     out = np.zeros(len(fids), bool)
     if not found.all():
         fs = fs.copy() if fs.dtype == object else fs.astype(object)

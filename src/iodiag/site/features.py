@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..findings import FINDING_IDS, Finding
-from ..analyzers.metrics import angle_file_ids, isin, median, module_sums, pcol
+from ..analyzers.metrics import angle_file_ids, files_column, isin, median, module_sums, pcol
 from ..profile import JobProfile
 
 FORMAT_VERSION = 1
@@ -214,11 +214,8 @@ def _bytes_by_fs(profile: JobProfile, uniq, rb, wb) -> dict[str, float]:
             fs = fs_of.get(fid) or "unknown"
             by_fs[fs] = by_fs.get(fs, 0.0) + (r + w)
         return by_fs
-    ft = profile.files
-    k = np.searchsorted(ft["file_id"], uniq)
-    k = np.minimum(k, max(len(ft) - 1, 0))
-    found = ft["file_id"][k] == uniq if len(ft) else np.zeros(len(uniq), bool)
-    fs = np.where(found, ft["fs_type"][k] if len(ft) else None, None)
+    fs, found = files_column(profile, uniq, "fs_type")  # sorted or not, the files table is searched right
+    fs = np.where(found, fs, None)
     names: dict[str, int] = {}
     code = np.zeros(len(uniq), "i8")
     for v in set(fs.tolist()):  # a few distinct types (one object each, from the mount table)

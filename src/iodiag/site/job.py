@@ -18,7 +18,6 @@ from ..analyzers.detectors import diagnose
 from ..analyzers.load import build_profile
 from ..analyzers.readers.isolate import LogResult
 from ..config import Config
-from ..errors import NoUsableData
 from .features import ERROR_COLUMNS, JOB_COLUMNS, LOG_COLUMNS, PROGRAM_COLUMNS, exe_name, extract_features, finding_columns, job_meta
 from .walk import Unit
 from .worker import error_row, log_rows, row_values
@@ -100,9 +99,6 @@ def job_rows(unit: Unit, results: Sequence[LogResult], cfg: Config, run: int) ->
                     prow["program"] = exe_name(prog.exe)
                     prow["exes"] = jrow["exes"]
                     programs.append(prow)
-        except NoUsableData as exc:  # every log failed after all
-            for p in unit.paths:
-                errors.append(error_row(unit, p, "unreadable", str(exc), False, run))
         except Exception as exc:  # noqa: BLE001 - one odd job must not stop a site-wide ingest
             jobs, programs = [], []
             for p in sorted(ok_paths):

@@ -123,6 +123,10 @@ def _read_generic(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
     return out
 
 
+_LUSTRE_MAX_COMPS = 1 << 12  # Lustre allows a few dozen layout components per file
+_LUSTRE_MAX_STRIPES = 1 << 16  # and a few thousand stripes
+
+
 def _read_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
     """LUSTRE records: the first component's stripe size/count and the OST ids as a "1,2,3" string.
 
@@ -149,10 +153,17 @@ def _read_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
             break
         p = slot[0]
         ncomp, nstripes = p[2], p[3]
+        if not (-1 < ncomp <= _LUSTRE_MAX_COMPS and -1 < nstripes <= _LUSTRE_MAX_STRIPES):
+            # counts no Lustre file has: darshan-util sized its allocation from them with int arithmetic,
+            # so the block cannot be trusted to hold what they say
+            free(p)
+            losses.append(("LUSTRE", f"a record claims {ncomp} layout components and {nstripes} stripes: the log is "
+                                     "damaged; later records of this module are lost"))
+            break
         if ncomp < 1:
             n = 4  # base record, num_comps, num_stripes: no components were stored
         else:
-            n = rec_words + ncomp * comp_words + max(nstripes, 0)
+            n = rec_words + ncomp * comp_words + nstripes
         blocks.append(bytes(buffer(p, n * 8)))
         free(p)
     sizes = np.fromiter((len(b) // 8 for b in blocks), dtype="i8", count=len(blocks))

@@ -148,3 +148,23 @@ def test_few_shared_records_attributed_like_the_vector_code(monkeypatch):
             assert getattr(few, a).tobytes() == getattr(vec, a).tobytes(), (name, a)
         checked += bool((few.level["proc"] < 0).any()) and len(make().processes) > 1
     assert checked >= 20, checked
+
+
+def test_large_counter_blocks_are_not_kept_twice(monkeypatch):
+    """Above the size limit the positive 2-D copy of a module is not cached (a million-record log would keep
+    two extra copies of its counters alive): findings are the same either way, on every corpus log."""
+    from iodiag.analyzers import metrics
+
+    cfg = Config()
+    seen = 0
+    for name, make in _profiles(cfg.site.modules):
+        want = _plain(diagnose(make(), cfg))
+        with monkeypatch.context() as mp:
+            mp.setattr(metrics, "_RAW_KEEP_MAX", 0)
+            prof = make()
+            got = _plain(diagnose(prof, cfg))
+            derived = prof.__dict__.get("_derived", {})
+        assert got == want, name
+        assert not any(isinstance(k, tuple) and k[0] == "posraw" for k in derived), name
+        seen += ("pos", "POSIX") in derived
+    assert seen > 20  # the transposed copy was built (and the raw one dropped) on many logs

@@ -125,8 +125,15 @@ def _pos_blocks(profile: JobProfile, mod: str) -> list[tuple[tuple, np.ndarray]]
             # integers: maximum(arr, 0) is where(arr > 0, arr, 0) (same values and dtype) in one pass; floats
             # keep where (NaN and -0.0 become 0 there, not with maximum)
             parts.append((tuple(names), np.maximum(arr, 0) if arr.dtype.kind in "iu" else np.where(arr > 0, arr, 0)))
+        if parts is not None and sum(a.size for _, a in parts) > _RAW_KEEP_MAX:
+            # a large module (a report on a million-record log): the transposed copy that pcol keeps is
+            # enough to hold alive; module sums and that copy each derive this one when first asked
+            return parts
         d[key] = parts
     return d[key]
+
+
+_RAW_KEEP_MAX = 1 << 20  # counter values (8 MiB) up to which the positive 2-D copy stays cached
 
 
 def _pos_block_cols(profile: JobProfile, mod: str) -> _PosCols | None:

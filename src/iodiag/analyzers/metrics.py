@@ -72,6 +72,11 @@ def col(t: Table, name: str | None, dtype: str = "i8") -> np.ndarray:
     return np.where(a > 0, a, 0).astype(dtype, copy=False)
 
 
+def nprocs_of(profile: JobProfile) -> int:
+    """Processes of the job as the detectors count them: the header's count or the processes seen, at least 1."""
+    return max(int(profile.job.nprocs), len(profile.processes), 1)
+
+
 def memo(profile: JobProfile) -> dict:
     """A dict kept on the profile object (as ``JobProfile.path_of`` keeps its map), for data derived from it
     once; profiles are not modified after loading, and arrays stored here are read-only."""
@@ -570,7 +575,7 @@ def _attribute_few(pr, lv, idx, log, lo, k, slow, vals, arrs, nlog, n) -> None:
 
 
 def _compute(profile: JobProfile) -> Metrics:
-    n = max(int(profile.job.nprocs), len(profile.processes), 1)
+    n = nprocs_of(profile)
     lv = level_rows(profile)
     rw = lv["read_s"] + lv["write_s"]
     t_row = rw + lv["meta_s"]

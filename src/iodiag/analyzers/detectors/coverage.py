@@ -20,12 +20,11 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import col, file_paths, fmt_bytes, isin, level_total, metrics_of, pcol, std_file_ids
+from ..metrics import col, file_paths, fmt_bytes, isin, level_total, metrics_of, nprocs_of, pcol, std_file_ids
 from ._common import finding, pct, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 _LOST = ("unreadable", "crashed", "timeout", "missing-log", "truncated")
-_STD = ("<STDIN>", "<STDOUT>", "<STDERR>")
 
 
 def _pow2(n: float) -> int:
@@ -105,7 +104,7 @@ def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
         return []
     mods = ", ".join(profile.job.modules) or "none"
     return [finding(cfg, "no-io", "no I/O recorded", cost_s=None, total_s=None, severity="info",
-                    evidence={"processes": max(int(profile.job.nprocs), len(profile.processes), 1),  # = metrics' nprocs
+                    evidence={"processes": nprocs_of(profile),
                               "runtime_s": profile.job.runtime_s, "modules": mods},
                     recommendation="nothing to diagnose: the log holds no reads or writes (modules present: "
                     f"{mods}); if the program did I/O, check that Darshan was preloaded and the files were not excluded")]

@@ -29,7 +29,6 @@ _KIND_ADVICE = {
 }
 
 _META_CODES = [OP[k] for k in ("open", "stat", "seek", "fsync", "readdir", "mkdir", "rename", "unlink")]
-_STD = ("<STDIN>", "<STDOUT>", "<STDERR>")
 
 
 def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:

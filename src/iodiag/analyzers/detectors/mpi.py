@@ -13,8 +13,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import (col, file_paths, fmt_bytes, group_sum, level_total, lustre_stripe, metrics_of, module_sums, on_parallel_fs,
-                       ops_procs_per_file)
+from ..metrics import (col, file_paths, fmt_bytes, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
+                       nprocs_of, on_parallel_fs, ops_procs_per_file)
 from ._common import finding, top_files
 
 
@@ -46,7 +46,7 @@ def _may_contend(profile: JobProfile, cfg: Config) -> bool:
     then m.file_ranks, at most m.nprocs)."""
     if level_total(profile, "writes") <= 0:
         return False
-    return bool(len(profile.ops)) or max(int(profile.job.nprocs), len(profile.processes), 1) >= cfg.access.shared_min_ranks
+    return bool(len(profile.ops)) or nprocs_of(profile) >= cfg.access.shared_min_ranks
 
 
 def _may_indep(profile: JobProfile, cfg: Config) -> bool:

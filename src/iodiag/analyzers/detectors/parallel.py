@@ -14,7 +14,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, lustre_osts, median, metrics_of, pcol, peer_mask, robust_z
+from ..metrics import col, fmt_bytes, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask, robust_z
 from ._common import finding, top_files
 
 # highest interface first: the level at which the application itself asks for data
@@ -205,7 +205,7 @@ def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
 def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
     if len(profile.processes) < 2:
         return []  # eligible ranks are at most one per process row
-    n = max(int(profile.job.nprocs), len(profile.processes), 1)  # metrics_of(profile).nprocs
+    n = nprocs_of(profile)
     logs = profile.processes["log"]
     # only ranks of one parallel program (a log of >= 2 processes); separate 1-process logs are separate programs
     eligible = np.zeros(n, bool)

@@ -673,22 +673,6 @@ def _server() -> ReaderServer:
     return srv
 
 
-def read_logs_served(
-    paths: Iterable[str],
-    modules: Iterable[str] = ALL_MODULES,
-    *,
-    names: bool = True,
-    timeout_s: float = 120.0,
-    isolate: bool = True,
-    progress: Callable[[int], None] | None = None,
-) -> Iterator[LogResult]:
-    """Like ``read_logs``, through this thread's long-lived ReaderServer (for large, long-lived callers)."""
-    if not isolate:
-        yield from read_logs(paths, modules, names=names, timeout_s=timeout_s, isolate=False, progress=progress)
-        return
-    yield from _server().read([os.fspath(p) for p in paths], tuple(modules), names=names, timeout_s=timeout_s, progress=progress)
-
-
 def run_jobs_served(
     jobs: Iterable[tuple[Any, list[str]]],
     fn: str,

@@ -64,10 +64,12 @@ def fresh_readers(monkeypatch):
     close_reader_servers()
 
 
-def _ingest(units, job_fn=None, **reader):
+def _ingest(units, job_fn=None, site=None, **reader):
     cfg = Config()
     if reader:
         cfg = dataclasses.replace(cfg, reader=dataclasses.replace(cfg.reader, **reader))
+    if site:
+        cfg = dataclasses.replace(cfg, site=dataclasses.replace(cfg.site, **site))
     kw = {"job_fn": job_fn} if job_fn else {}
     res = process_units(units, config=cfg, run=1, **kw)
     return {k: (v.to_pylist() if k != "n_logs" else v) for k, v in res.items()}
@@ -125,11 +127,12 @@ def test_reader_killed_while_building_a_job(archive, fresh_readers):
 
 
 def test_reader_hung_while_building_a_job(archive, fresh_readers):
-    out = _ingest(archive, "site_faults:hangs_while_building", timeout_s=3.0)
+    # the job's analysis has its own limit ([site] job_timeout_s); decoding keeps the per-log one
+    out = _ingest(archive, "site_faults:hangs_while_building", site={"job_timeout_s": 3.0}, timeout_s=60.0)
     assert set(_by_job(out["jobs"])) == {"101", "102"}
     failed = [e for e in out["errors"] if e["job_key"] == "2024/1/2:alice:100"]
     assert len(failed) == 3 and "hung while processing this job" in failed[0]["cause"]
-    assert "within 3 s" in failed[0]["cause"]
+    assert "analysis did not finish within 3 s" in failed[0]["cause"]
 
 
 def test_a_function_the_reader_cannot_import_runs_here(archive, monkeypatch):

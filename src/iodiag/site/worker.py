@@ -112,7 +112,8 @@ def process_units(units: Sequence[Unit], *, config: Config, run: int, job_fn: st
     cfg = config
     rows: dict[str, list[dict[str, Any]]] = {"jobs": [], "programs": [], "errors": [], "logs": []}
     for out in run_jobs_served([(u, u.paths) for u in units], job_fn, (cfg, run), modules=cfg.site.modules, names=True,
-                               timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate, in_reader=in_reader):
+                               timeout_s=cfg.reader.timeout_s, job_timeout_s=cfg.site.job_timeout_s,
+                               isolate=cfg.reader.isolate, in_reader=in_reader):
         if out.error is None:  # rows as tuples in column order (job_rows)
             part = out.value
         else:

@@ -265,7 +265,7 @@ _SERVE = (
 # (sequence number, job, log) - log -1 while the function runs on the job.
 # Written before each step (a few hundred ns), read by the parent only when
 # the server died or seems hung, so no message per log crosses the pipe.
-_POS = struct.Struct("<qqq")
+_POS = struct.Struct("<qqqd")  # (sequence, job, log or -1 for the job function, monotonic start)
 
 
 @dataclass
@@ -379,12 +379,12 @@ def _serve(wfd: int, posfd: int) -> None:
                 r = prefailed.get(i)
                 if r is None:
                     seq += 1
-                    _POS.pack_into(pos, 0, seq, j, i)
+                    _POS.pack_into(pos, 0, seq, j, i, time.monotonic())
                     r = _read_one(path, modules, names)
                 results.append(r)
             if fn is not None:
                 seq += 1
-                _POS.pack_into(pos, 0, seq, j, -1)
+                _POS.pack_into(pos, 0, seq, j, -1, time.monotonic())
             ok, value = _apply(fn, spec, results, args)
             del results
             if fn is None:  # the decoded logs themselves: large; sent at once and pickled once
@@ -430,7 +430,9 @@ def _run_local(jobs: list[tuple[Any, list[str], dict[int, LogResult]]], fn_path:
         stream.close()
 
 
-def _lost_cause(kind: str, status: int | None, timeout_s: float) -> str:
+def _lost_cause(kind: str, status: int | None, timeout_s: float, *, job: bool = False) -> str:
+    if kind == "timeout" and job:
+        return f"the job's analysis did not finish within {timeout_s:.0f} s"
     if kind == "timeout":
         return f"decoding did not finish within {timeout_s:.0f} s; the log is probably damaged"
     code = (-status) if status < 0 else (status << 8)  # Popen reports a signal as a negative return code
@@ -539,16 +541,17 @@ class ReaderServer:
                 yield from out.value
 
     def run(self, jobs: Iterable[tuple[Any, list[str]]], fn: str | None, args: tuple = (), *,
-            modules: tuple[str, ...], names: bool, timeout_s: float,
+            modules: tuple[str, ...], names: bool, timeout_s: float, job_timeout_s: float | None = None,
             progress: Callable[[int], None] | None = None) -> Iterator[JobOutcome]:
         """One JobOutcome per ``(spec, paths)`` job, in order; never raises for a bad log or job.
 
         ``fn``: "package.module:function" applied in the server as ``fn(spec, results, *args)``;
         None sends the LogResults back.  ``progress(n)`` gets the number of logs of each finished job.
+        ``timeout_s`` bounds each log's decoding, ``job_timeout_s`` (default: ``timeout_s``) each ``fn`` call.
         """
         work = [(spec, [os.fspath(p) for p in paths], {}) for spec, paths in jobs]
         try:
-            yield from self._run(work, fn, tuple(args), tuple(modules), names, timeout_s, progress)
+            yield from self._run(work, fn, tuple(args), tuple(modules), names, timeout_s, progress, job_timeout_s)
         except BaseException:
             # abandoned mid-request (the caller stopped iterating, a progress callback or an unpickling
             # raised, Ctrl-C): the server may still be sending this request's messages, which the next
@@ -560,7 +563,8 @@ class ReaderServer:
 
     _busy = False
 
-    def _run(self, jobs, fn, args, modules, names, timeout_s, progress):
+    def _run(self, jobs, fn, args, modules, names, timeout_s, progress, job_timeout_s=None):
+        job_timeout_s = timeout_s if job_timeout_s is None else job_timeout_s
         start = 0
         while start < len(jobs):
             batch = jobs[start:]
@@ -568,7 +572,7 @@ class ReaderServer:
             if fresh:
                 self._start()
             payload = pickle.dumps((fn, args, modules, names, batch), protocol=pickle.HIGHEST_PROTOCOL)
-            _POS.pack_into(self.pos, 0, 0, -1, -1)  # the server writes here only once it has the request
+            _POS.pack_into(self.pos, 0, 0, -1, -1, 0.0)  # the server writes here only once it has the request
             try:
                 self.proc.stdin.write(_HDR.pack(len(payload)) + payload)
                 self.proc.stdin.flush()
@@ -578,24 +582,27 @@ class ReaderServer:
             nj = 0  # jobs answered
             heard = False
             last = None
-            seen = 0  # the server's sequence number when we last looked
             self._busy = True
-            deadline = time.monotonic() + timeout_s
+            poll = min(timeout_s, job_timeout_s)  # silence after which the server's position is looked at
+            sent = time.monotonic()
+            deadline = sent + poll
             while True:
                 try:
                     msg = self.reader.recv(deadline)
                     lost = None if msg is not None else "crashed"
                 except TimeoutError:
-                    seq = _POS.unpack_from(self.pos)[0]
-                    if seq != seen:  # a new log or job since we last looked: it gets its own timeout_s
-                        seen = seq
-                        deadline = time.monotonic() + timeout_s
+                    # quiet for a while: the step the server is on (a log, or the job function) has its
+                    # own limit from the moment the server started it (one monotonic clock for both)
+                    seq, _, i, began = _POS.unpack_from(self.pos)
+                    end = began + (timeout_s if i >= 0 else job_timeout_s) if seq else sent + timeout_s
+                    if time.monotonic() < end:
+                        deadline = end
                         continue
                     msg, lost = None, "timeout"
                 if lost is not None:
                     self._busy = False
                     status = self._kill_keep_pos()
-                    seq, j, i = _POS.unpack_from(self.pos)
+                    seq, j, i, _ = _POS.unpack_from(self.pos)
                     self._drop_pos()
                     if fresh and not heard and seq == 0:
                         # a new server that died before doing anything cannot start at all (e.g. the
@@ -607,7 +614,7 @@ class ReaderServer:
                         # the jobs done but not yet sent are done again by a fresh server; the one
                         # it was on gets the failure filled in: a log lost, or the job itself
                         paths, pre = batch[j][1], batch[j][2]
-                        cause = _lost_cause(lost, status, timeout_s)
+                        cause = _lost_cause(lost, status, timeout_s if i >= 0 else job_timeout_s, job=i < 0)
                         if i >= 0:
                             pre[i] = LogResult(paths[i], error_kind=lost, error=cause)
                         else:
@@ -616,7 +623,7 @@ class ReaderServer:
                     start += nj
                     break
                 heard = True
-                deadline = time.monotonic() + timeout_s
+                deadline = time.monotonic() + poll
                 kind = msg[0]
                 if kind in ("jobs", "done"):
                     for what, j, value in msg[1]:
@@ -681,6 +688,7 @@ def run_jobs_served(
     modules: Iterable[str] = ALL_MODULES,
     names: bool = True,
     timeout_s: float = 120.0,
+    job_timeout_s: float | None = None,
     isolate: bool = True,
     in_reader: bool = True,
     progress: Callable[[int], None] | None = None,
@@ -704,4 +712,5 @@ def run_jobs_served(
                 out = JobOutcome(out.spec, value=value) if ok else JobOutcome(out.spec, error=value)
             yield out
         return
-    yield from _server().run(jobs, fn, args, modules=tuple(modules), names=names, timeout_s=timeout_s, progress=progress)
+    yield from _server().run(jobs, fn, args, modules=tuple(modules), names=names, timeout_s=timeout_s,
+                             job_timeout_s=job_timeout_s, progress=progress)

@@ -99,7 +99,8 @@ class Reader:
 @dataclass(frozen=True)
 class Site:
     batch_logs: int = 1024  # most logs per Dask task (bounds what one task result holds)
-    min_batch_logs: int = 32  # small archives: about 8 tasks per worker, but no task under this
+    tasks_per_worker: int = 8  # an archive is cut into about this many tasks per worker (load balance)
+    min_batch_logs: int = 32  # small archives: about tasks_per_worker tasks per worker, but no task under this
     in_flight_per_worker: int = 3  # tasks queued per worker; bounds driver memory
     part_rows: int = 20000  # job rows buffered before a parquet part is written
     job_timeout_s: float = 600.0  # building, diagnosing and featurizing one job's logs (each log's decoding: [reader] timeout_s)

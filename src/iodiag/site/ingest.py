@@ -25,8 +25,6 @@ from .store import SiteStore
 from .walk import DirListing, Unit, group_units, iter_dirs
 from .worker import process_units
 
-TASKS_PER_WORKER = 8
-
 # progress(kind, n): kind is "total" (logs in the archive), "skipped" (already
 # ingested, nothing to read) or "read" (logs read by a finished task)
 Progress = Callable[[str, int], None]
@@ -181,9 +179,9 @@ def ingest_archive(
 
     def make_batches(nworkers: int) -> Iterator[list[Unit]]:
         # A task costs little beyond its logs (the reader process lives across tasks), so
-        # tasks are small enough that the workers finish together: about 8 per worker
+        # tasks are small enough that the workers finish together: [site] tasks_per_worker per worker
         # (the last task of one worker is the others' idle time).
-        size = max(min(cfg.site.batch_logs, -(-upper // (TASKS_PER_WORKER * max(nworkers, 1)))),
+        size = max(min(cfg.site.batch_logs, -(-upper // (cfg.site.tasks_per_worker * max(nworkers, 1)))),
                    min(cfg.site.min_batch_logs, cfg.site.batch_logs), 1)
         return _batches(units(), size)
 

@@ -44,6 +44,18 @@ def _plain(findings) -> list[dict]:
     return [dict(f.__dict__) for f in findings]
 
 
+def gates_agree(make, cfg, monkeypatch) -> list[dict]:
+    """Findings of a fresh profile from ``make()`` with every gate as written and with every gate forced
+    open must be equal; returns them.  Used here on the corpus and by the collector tests on their jobs."""
+    want = _plain(diagnose(make(), cfg))
+    with monkeypatch.context() as mp:
+        for mod, g in _gates():
+            mp.setattr(mod, g, lambda *_a: True)
+        got = _plain(diagnose(make(), cfg))
+    assert got == want
+    return want
+
+
 @pytest.mark.parametrize("which", ["site", "all"])
 def test_gates_never_hide_a_finding(which, monkeypatch):
     cfg = Config()

@@ -51,3 +51,47 @@ def test_embedded_collector_job_is_recorded_and_loads(tmp_path):
     assert not [p for p in prof.files["path"].tolist() if p.startswith(str(rec.folder))]
     assert (rec.folder / "own-record.json").read_text().count("{}") == 12
     assert prof.job.metadata["exit_code"] == "3"
+
+
+SMALL_OPS = r'''
+import os, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+path = os.path.join(out, "small.bin")
+fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+for i in range(4000):
+    os.write(fd, b"x" * 64)
+os.close(fd)
+fd = os.open(path, os.O_RDONLY)
+for i in range(4000):
+    os.lseek(fd, (i * 7919 % 4000) * 64, 0)
+    os.read(fd, 64)
+os.close(fd)
+for i in range(400):
+    p = os.path.join(out, f"f{i}")
+    with open(p, "wb") as fh:
+        fh.write(b"z" * 100)
+    os.stat(p)
+'''
+
+
+def test_detector_gates_hold_on_an_embedded_collector_job(tmp_path, monkeypatch):
+    """The detectors' early exits were checked on Darshan logs; the embedded collector's profiles (counters
+    derived from its traced operations) must not be cut short by them either."""
+    from iodiag.config import Config
+    from test_detectors_gates import gates_agree
+
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except (ImportError, IodiagError) as exc:
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+    script = tmp_path / "w.py"
+    script.write_text(SMALL_OPS)
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    assert run_cli("run", "--collector", "embedded", str(script), str(tmp_path / "out"), env=home).returncode == 0
+    rec = find_job("last", root=tmp_path / "store")
+    found = gates_agree(lambda: load_job_record(rec), Config(), monkeypatch)
+    # 4,000 writes and 4,000 reads of 64 B, 400 files created and stat'ed: gated detectors that fire
+    assert {"small-io", "metadata-storm"} <= {f["id"] for f in found}, [f["id"] for f in found]

@@ -180,3 +180,19 @@ def test_large_counter_blocks_are_not_kept_twice(monkeypatch):
         assert not any(isinstance(k, tuple) and k[0] == "posraw" for k in derived), name
         seen += ("pos", "POSIX") in derived
     assert seen > 20  # the transposed copy was built (and the raw one dropped) on many logs
+
+
+def test_derived_data_does_not_outlive_a_replaced_table():
+    """Metrics, positive columns and paths are kept on the profile; replacing a table drops them, so a
+    later look sees the new table (the job loader replaces the task table after loading, for one)."""
+    from iodiag.analyzers.metrics import metrics_of
+
+    make = next(make for name, make in _profiles(Config().site.modules) if name == "imbalanced-io.darshan")
+    prof = make()
+    before = metrics_of(prof)
+    assert metrics_of(prof) is before and module_sums(prof, "POSIX")  # computed once, then kept
+    first = prof.path_of()
+    fewer = prof.files.filter(np.arange(len(prof.files)) < 10)
+    prof.files = fewer
+    assert metrics_of(prof) is not before
+    assert len(prof.path_of()) == 10 and prof.path_of() is not first

@@ -275,6 +275,14 @@ class JobProfile:
         t = self.counters.get(name)
         return t if t is not None and len(t) else None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # what analyzers derived from the tables (metrics.memo, path_of) must not outlive a replaced table
+        d = self.__dict__
+        if "_derived" in d or "_path_of" in d:
+            d.pop("_derived", None)
+            d.pop("_path_of", None)
+        object.__setattr__(self, name, value)
+
     def path_of(self) -> dict[int, str]:
         """file_id -> path (built once per files table; treat it as read-only)."""
         cached = self.__dict__.get("_path_of")

@@ -27,7 +27,6 @@ Conventions
 from __future__ import annotations
 
 import functools
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,8 +77,9 @@ def nprocs_of(profile: JobProfile) -> int:
 
 
 def memo(profile: JobProfile) -> dict:
-    """A dict kept on the profile object (as ``JobProfile.path_of`` keeps its map), for data derived from it
-    once; profiles are not modified after loading, and arrays stored here are read-only."""
+    """A dict kept on the profile object for data derived from it once (metrics, positive counter columns,
+    sums, paths); replacing one of the profile's tables drops it (``JobProfile.__setattr__``).  Tables are
+    not changed in place after loading, and arrays stored here are read-only."""
     d = profile.__dict__.get("_derived")
     if d is None:
         d = profile.__dict__["_derived"] = {}
@@ -653,17 +653,12 @@ def _peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
     return mask
 
 
-_CACHE: dict[int, tuple[weakref.ref, Metrics]] = {}
-
-
 def metrics_of(profile: JobProfile) -> Metrics:
-    """Metrics of a profile, computed once while the profile object lives."""
-    key = id(profile)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0]() is profile:
-        return hit[1]
-    m = _compute(profile)
-    _CACHE[key] = (weakref.ref(profile, lambda _r, k=key: _CACHE.pop(k, None)), m)
+    """Metrics of a profile, computed once (kept with the rest of its derived data, see ``memo``)."""
+    d = profile.__dict__.get("_derived") or memo(profile)
+    m = d.get("metrics")
+    if m is None:
+        m = d["metrics"] = _compute(profile)
     return m
 
 

@@ -227,3 +227,15 @@ def test_partial_counter_module_that_was_not_decoded_still_gives_config_lines():
     f = next(f for f in diagnose(prof, Config()) if f.id == "partial-log")
     assert "MAX_RECORDS 4096 STDIO" in f.recommendation  # the floor, since no record count was seen
     assert f.evidence["records_per_process_seen"] == 0
+
+
+def test_a_file_read_by_several_processes_is_named_once():
+    """Dask job (one Darshan log per process): the workers each have a STDIO record of in.nc; the finding
+    names the file once and counts distinct files, not records."""
+    import glob
+
+    paths = sorted(glob.glob(str(CORPUS / "generated/dask-localcluster-2workers-graceful/*.darshan")))
+    assert len(paths) == 7
+    f = next(f for f in diagnose(load_job(paths), Config()) if f.id == "stdio-heavy")
+    assert f.files == ["/tmp/darshan-test/work-dask-graceful/in.nc", "/tmp/darshan-test/dask_zarr.py"]
+    assert f.evidence["stdio_files"] == 2

@@ -41,9 +41,16 @@ def _plain(v: Any) -> Any:
 
 
 def top_files(profile: JobProfile, file_ids: np.ndarray, weights: np.ndarray, k: int) -> list[str]:
-    """Paths of the k file ids with the largest weights (weight > 0 only)."""
+    """Paths of the k file ids with the largest weights (weight > 0 only); weights of an id given on several
+    rows (one record per process or per log) add up, so a file is named once."""
     if not len(file_ids):
         return []
+    if len(file_ids) > 1:
+        uniq, first, inv = np.unique(file_ids, return_index=True, return_inverse=True)
+        if len(uniq) < len(file_ids):
+            w = np.bincount(inv, weights=np.asarray(weights, "f8"), minlength=len(uniq))
+            keep = np.argsort(first, kind="stable")  # ties stay in the order the ids came
+            file_ids, weights = uniq[keep], w[keep]
     order = np.argsort(-weights, kind="stable")[:k]
     order = order[weights[order] > 0]
     ids = file_ids[order]

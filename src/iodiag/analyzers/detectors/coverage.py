@@ -157,7 +157,7 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
     cost = float(t[mean < cfg.small_io.size_bytes].sum())
     ev = {"stdio_bytes": float(b[st].sum()), "stdio_share_of_bytes": float(b[st].sum() / total),
           "stdio_ops": int(ops.sum()), "stdio_s": float(t.sum()), "mean_stdio_request_bytes": float(b[st].sum() / max(ops.sum(), 1)),
-          "stdio_files": int(st.sum())}
+          "stdio_files": int(len(np.unique(lv["file_id"][st])))}
     big = ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes
     rec = (f"{pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
            f"{fmt_bytes(ev['mean_stdio_request_bytes'])}): " + (

@@ -26,7 +26,8 @@ sys.exit(3)
 '''
 
 
-def test_embedded_collector_job_is_recorded_and_loads(tmp_path):
+def _run_embedded(tmp_path, script_text: str, exit_code: int):
+    """``iodiag run --collector embedded`` of a script writing into tmp_path/out; the stored job record."""
     try:
         from iodiag.collectors import embedded
 
@@ -34,11 +35,17 @@ def test_embedded_collector_job_is_recorded_and_loads(tmp_path):
     except (ImportError, IodiagError) as exc:
         pytest.skip(f"the embedded collector cannot be built here: {exc}")
     script = tmp_path / "w.py"
-    script.write_text(SCRIPT)
+    script.write_text(script_text)
     home = {"IODIAG_HOME": str(tmp_path / "store")}
     run = run_cli("run", "--collector", "embedded", str(script), str(tmp_path / "out"), env=home)
-    assert run.returncode == 3, run.stderr.decode()[-2000:]
-    rec = find_job("last", root=tmp_path / "store")
+    assert run.returncode == exit_code, run.stderr.decode()[-2000:]
+    return find_job("last", root=tmp_path / "store")
+
+
+def test_embedded_collector_job_is_recorded_and_loads(tmp_path):
+    from iodiag.collectors import embedded
+
+    rec = _run_embedded(tmp_path, SCRIPT, 3)
     assert rec.data["collector"] == "embedded" and rec.data["versions"]["embedded"] == embedded.version()
     assert rec.data["status"] == "complete" and rec.data["exit_code"] == 3
     assert any(t.endswith(".iot") for t in rec.data["artefacts"]["traces"])
@@ -81,17 +88,7 @@ def test_detector_gates_hold_on_an_embedded_collector_job(tmp_path, monkeypatch)
     from iodiag.config import Config
     from test_detectors_gates import gates_agree
 
-    try:
-        from iodiag.collectors import embedded
-
-        embedded.build()
-    except (ImportError, IodiagError) as exc:
-        pytest.skip(f"the embedded collector cannot be built here: {exc}")
-    script = tmp_path / "w.py"
-    script.write_text(SMALL_OPS)
-    home = {"IODIAG_HOME": str(tmp_path / "store")}
-    assert run_cli("run", "--collector", "embedded", str(script), str(tmp_path / "out"), env=home).returncode == 0
-    rec = find_job("last", root=tmp_path / "store")
+    rec = _run_embedded(tmp_path, SMALL_OPS, 0)
     found = gates_agree(lambda: load_job_record(rec), Config(), monkeypatch)
     # 4,000 writes and 4,000 reads of 64 B, 400 files created and stat'ed: gated detectors that fire
     assert {"small-io", "metadata-storm"} <= {f["id"] for f in found}, [f["id"] for f in found]

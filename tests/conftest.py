@@ -47,6 +47,15 @@ def manifest() -> dict[str, dict[str, str]]:
         return {row["path"]: row for row in csv.DictReader(fh, delimiter="\t")}
 
 
+@pytest.fixture(scope="module")
+def cluster():
+    """A real 2-worker Dask LocalCluster (processes) for one test module; yields its Client."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:
+        with distributed.Client(lc) as client:
+            yield client
+
+
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO / "src") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

@@ -26,14 +26,6 @@ def all_logs(root: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:
-        with distributed.Client(lc) as client:
-            yield client
-
-
-@pytest.fixture(scope="module")
 def corpus_site(tmp_path_factory, cluster):
     out = tmp_path_factory.mktemp("site") / "corpus.parquet"
     events: list[tuple[str, int]] = []

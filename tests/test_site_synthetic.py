@@ -15,14 +15,6 @@ from site_archive import CORPUS, build_archive
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS}")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:
-        with distributed.Client(lc) as client:
-            yield client
-
-
 def check_archive(tmp_path, client, n_logs: int, logs_per_day: int):
     arc = build_archive(tmp_path / "archive", n_logs, logs_per_day=logs_per_day)
     assert len(arc.readable) + len(arc.damaged) == n_logs

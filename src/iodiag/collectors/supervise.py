@@ -217,30 +217,50 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
         if interactive:
             _take_terminal()
 
-    start = time.time()
-    try:
-        proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, preexec_fn=_child_setup, close_fds=False)
-    except FileNotFoundError:
-        raise CollectorError(f"{argv[0]}: command not found", hint="check the path, or run a script as `iodiag run script.py`") from None
-    except PermissionError:
-        raise CollectorError(f"{argv[0]}: permission denied", hint="make it executable (chmod +x) or run it with its interpreter") from None
-    except OSError as exc:
-        raise CollectorError(f"{argv[0]}: cannot start ({exc.strerror or exc})", hint="check the command") from None
-    pgid = proc.pid
     forwarded: list[int] = []
+    group: list[int] = []  # the workload's process group, once it exists
 
     def _forward(signum, frame):  # noqa: ARG001
         forwarded.append(signum)
-        try:
-            os.killpg(pgid, signum)
-        except ProcessLookupError:
-            pass
+        if group:
+            try:
+                os.killpg(group[0], signum)
+            except ProcessLookupError:
+                pass
 
+    def _restore(previous: dict) -> None:
+        for sig, handler in previous.items():
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError):
+                pass
+
+    # handlers first: a signal that arrives while the workload starts is kept and forwarded once it runs,
+    # instead of killing iodiag (default action) and leaving the workload orphaned
     previous = {}
     for sig in FORWARDED:
         try:
             previous[sig] = signal.signal(sig, _forward)
         except (ValueError, OSError):  # not the main thread
+            pass
+    start = time.time()
+    try:
+        proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, preexec_fn=_child_setup, close_fds=False)
+    except FileNotFoundError:
+        _restore(previous)
+        raise CollectorError(f"{argv[0]}: command not found", hint="check the path, or run a script as `iodiag run script.py`") from None
+    except PermissionError:
+        _restore(previous)
+        raise CollectorError(f"{argv[0]}: permission denied", hint="make it executable (chmod +x) or run it with its interpreter") from None
+    except OSError as exc:
+        _restore(previous)
+        raise CollectorError(f"{argv[0]}: cannot start ({exc.strerror or exc})", hint="check the command") from None
+    pgid = proc.pid
+    group.append(pgid)
+    for sig in list(forwarded):  # arrived while the workload was starting
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
             pass
     watch = _Watch(proc.pid, watch_folder)
     lingering: list[int] = []
@@ -270,11 +290,7 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
     finally:
         if interactive:
             _take_terminal()
-        for sig, handler in previous.items():
-            try:
-                signal.signal(sig, handler)
-            except (ValueError, OSError):
-                pass
+        _restore(previous)
     code, sig = (rc, None) if rc >= 0 else (None, -rc)
     return RunOutcome(pid=proc.pid, start_s=start, end_s=end, exit_code=code, signal=sig, forwarded=forwarded,
                       processes=watch.processes, mapped=watch.mapped, lingering=lingering)

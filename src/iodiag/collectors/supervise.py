@@ -256,8 +256,9 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
         _restore(previous)
         raise CollectorError(f"{argv[0]}: cannot start ({exc.strerror or exc})", hint="check the command") from None
     pgid = proc.pid
+    early = list(forwarded)  # arrived while the workload was starting (taken before the handler can forward)
     group.append(pgid)
-    for sig in list(forwarded):  # arrived while the workload was starting
+    for sig in early:
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:

@@ -76,10 +76,11 @@ class Access:
 
 @dataclass(frozen=True)
 class Severity:
-    high: float = 0.25  # share of I/O time
+    # share of the job's run time a problem costs (est_cost_s / runtime_s; see analyzers/timemodel.py)
+    high: float = 0.2
     medium: float = 0.05
     low: float = 0.01
-    min_cost_s: float = 0.05  # a problem costing less than this is at most "low", whatever its share
+    min_cost_s: float = 0.05  # a problem costing less than this many job seconds is at most "low", whatever its share
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ _LEVEL = {
     "STDIO": dict(reads="STDIO_READS", writes="STDIO_WRITES", bytes_read="STDIO_BYTES_READ",
                   bytes_written="STDIO_BYTES_WRITTEN", read_s="STDIO_F_READ_TIME", write_s="STDIO_F_WRITE_TIME",
                   meta_s="STDIO_F_META_TIME", opens="STDIO_OPENS", stats=None, seeks="STDIO_SEEKS",
-                  fsyncs="STDIO_FLUSHES", fdsyncs=None, max_read="STDIO_MAX_BYTE_READ",
+                  fsyncs=None, fdsyncs=None, max_read="STDIO_MAX_BYTE_READ",
                   max_written="STDIO_MAX_BYTE_WRITTEN", first_s="STDIO_F_OPEN_START_TIMESTAMP",
                   last_s="STDIO_F_CLOSE_END_TIMESTAMP", read_end_s="STDIO_F_READ_END_TIMESTAMP",
                   write_end_s="STDIO_F_WRITE_END_TIMESTAMP", slow_rank="STDIO_SLOWEST_RANK",

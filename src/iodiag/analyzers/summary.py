@@ -98,18 +98,25 @@ def module_totals(profile: JobProfile, mod: str) -> ModuleTotals | None:
     )
 
 
+def byte_modules(profile: JobProfile) -> tuple[str, ...]:
+    """The modules whose bytes add up to the job's volume, each byte once: POSIX, STDIO, DFS and DAOS, but not
+    DAOS when DFS is present (DFS is a file system over DAOS: its bytes are DAOS's bytes again)."""
+    return tuple(m for m in BYTE_MODULES if not (m == "DAOS" and profile.module("DFS") is not None))
+
+
 def volumes(profile: JobProfile) -> dict[str, int]:
     posix, stdio = profile.module("POSIX"), profile.module("STDIO")
+    mods = byte_modules(profile)
     ids: set[int] = set()
     for mod in ("POSIX", "STDIO", "MPI-IO", "DFS", "DAOS"):
         t = profile.module(mod)
         if t is not None:
             ids.update(np.unique(t["file_id"]).tolist())
     out = {
-        "bytes_read": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_READ") for m in BYTE_MODULES),
-        "bytes_written": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_WRITTEN") for m in BYTE_MODULES),
-        "reads": sum(_sum(profile.module(m), f"{PREFIX[m]}_READS") for m in BYTE_MODULES),
-        "writes": sum(_sum(profile.module(m), f"{PREFIX[m]}_WRITES") for m in BYTE_MODULES),
+        "bytes_read": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_READ") for m in mods),
+        "bytes_written": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_WRITTEN") for m in mods),
+        "reads": sum(_sum(profile.module(m), f"{PREFIX[m]}_READS") for m in mods),
+        "writes": sum(_sum(profile.module(m), f"{PREFIX[m]}_WRITES") for m in mods),
         "opens": _sum(posix, "POSIX_OPENS") + _sum(stdio, "STDIO_OPENS") + _sum(profile.module("DFS"), "DFS_OPENS") + _sum(profile.module("DAOS"), "DAOS_OBJ_OPENS"),
         "stats": _sum(posix, "POSIX_STATS"),
         "seeks": _sum(posix, "POSIX_SEEKS") + _sum(stdio, "STDIO_SEEKS"),
@@ -119,40 +126,88 @@ def volumes(profile: JobProfile) -> dict[str, int]:
     return out
 
 
-def _io_time(t: Table, p: str) -> np.ndarray:
-    tot = np.zeros(len(t))
-    for c in (f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME"):
-        if c in t:
-            tot += np.clip(t[c], 0, None)
-    return tot
+# the layers that reach the file system, and the layers above them; a file seen only at a higher layer is
+# counted there (MPI-IO time includes the POSIX time beneath it, so a file is never counted at two layers)
+LOW_LAYERS = (("POSIX", "POSIX"), ("STDIO", "STDIO"))
+HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR"), ("DFS", "DFS"), ("DAOS", "DAOS"))
+_FILE_COLS = (("read_time_s", "_F_READ_TIME"), ("write_time_s", "_F_WRITE_TIME"), ("meta_time_s", "_F_META_TIME"),
+              ("bytes_read", "_BYTES_READ"), ("bytes_written", "_BYTES_WRITTEN"))
 
 
-def top_files(profile: JobProfile, n: int = 5) -> list[FileTotals]:
-    paths = profile.path_of()
-    rows: list[FileTotals] = []
-    for mod in ("POSIX", "STDIO", "MPI-IO"):
+def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, skip: set | None = None) -> None:
+    for mod, pre in layers:
         t = profile.module(mod)
         if t is None:
             continue
-        p = PREFIX[mod]
         fid = t["file_id"]
-        uniq, inv = np.unique(fid, return_inverse=True)
-        tm = np.bincount(inv, weights=_io_time(t, p), minlength=len(uniq))
-        br = np.bincount(inv, weights=np.clip(t.get(f"{p}_BYTES_READ", np.zeros(len(t))), 0, None), minlength=len(uniq))
-        bw = np.bincount(inv, weights=np.clip(t.get(f"{p}_BYTES_WRITTEN", np.zeros(len(t))), 0, None), minlength=len(uniq))
-        shared = np.bincount(inv, weights=(t["rank"] < 0).astype(float), minlength=len(uniq))
-        nproc = np.bincount(inv, minlength=len(uniq))
-        order = np.argsort(-tm)[:n]
-        for i in order:
-            if tm[i] <= 0 and br[i] + bw[i] <= 0:
+        keep = np.ones(len(fid), bool) if not skip else ~np.isin(fid, np.fromiter(skip, dtype=fid.dtype, count=len(skip)))
+        if not keep.any():
+            continue
+        uniq, inv = np.unique(fid[keep], return_inverse=True)
+        for col, suffix in _FILE_COLS:
+            name = pre + suffix
+            if name not in t:
                 continue
-            rows.append(FileTotals(
-                path=paths.get(int(uniq[i]), f"<unnamed {int(uniq[i]):016x}>"), module=mod, io_time_s=float(tm[i]),
-                bytes_read=int(br[i]), bytes_written=int(bw[i]),
-                processes=-1 if shared[i] else int(nproc[i]),
-            ))
-    rows.sort(key=lambda r: -r.io_time_s)
-    return rows[:n]
+            sums = np.bincount(inv, weights=np.maximum(t[name][keep], 0).astype(np.float64), minlength=len(uniq))
+            for f, v in zip(uniq.tolist(), sums.tolist()):
+                acc.setdefault(f, {}).setdefault(col, 0.0)
+                acc[f][col] += v
+        procs = t["proc"][keep]
+        logs = t["log"][keep] if "log" in t else np.zeros(len(procs), "i8")
+        for f, pr, lg in zip(fid[keep].tolist(), procs.tolist(), logs.tolist()):
+            d = acc.setdefault(f, {})
+            if pr >= 0:
+                d.setdefault("_procs", set()).add(pr)
+            else:  # a record shared by every process of its log
+                d.setdefault("_shared", set()).add(lg)
+            d.setdefault("_layers", set()).add(mod)
+
+
+def file_times(profile: JobProfile) -> Table:
+    """Every file once, with its I/O time (read, write, metadata; process-seconds), bytes and the number of
+    distinct processes that touched it (a record shared by all ranks of a log counts them all), ranked by time."""
+    acc: dict[int, dict] = {}
+    pr = profile.processes
+    log_size = np.bincount(pr["log"]) if len(pr) else np.zeros(1, "i8")
+    _accumulate(profile, LOW_LAYERS, acc, log_size)
+    _accumulate(profile, HIGH_LAYERS, acc, log_size, skip=set(acc))
+    paths = profile.path_of()
+    fids = list(acc)
+
+    def col(name):
+        return np.asarray([acc[f].get(name, 0.0) for f in fids], dtype="f8")
+
+    def nprocs(d):
+        shared = d.get("_shared", ())
+        return len(d.get("_procs", ())) + sum(int(log_size[lg]) if 0 <= lg < len(log_size) else 1 for lg in shared)
+
+    t = Table({
+        "file_id": np.asarray(fids, dtype="u8"),
+        "path": np.asarray([paths.get(f, f"<unnamed {f:016x}>") for f in fids], dtype=object),
+        "layers": np.asarray(["+".join(sorted(acc[f].get("_layers", ()))) for f in fids], dtype=object),
+        "read_time_s": col("read_time_s"), "write_time_s": col("write_time_s"), "meta_time_s": col("meta_time_s"),
+        "bytes_read": col("bytes_read").astype("i8"), "bytes_written": col("bytes_written").astype("i8"),
+        "processes": np.asarray([nprocs(acc[f]) for f in fids], dtype="i8"),
+    })
+    total = t["read_time_s"] + t["write_time_s"] + t["meta_time_s"]
+    t = t.with_columns(io_time_s=total)
+    order = np.lexsort((t["path"].astype(str), -total)) if len(t) else np.zeros(0, int)
+    return t.take(order)
+
+
+def top_files(profile: JobProfile, n: int = 5) -> list[FileTotals]:
+    """The n files with the most I/O time, each named once (see ``file_times``)."""
+    t = file_times(profile)
+    rows = []
+    for i in range(len(t)):
+        if len(rows) >= n:
+            break
+        if t["io_time_s"][i] <= 0 and t["bytes_read"][i] + t["bytes_written"][i] <= 0:
+            continue
+        rows.append(FileTotals(path=str(t["path"][i]), module=str(t["layers"][i]), io_time_s=float(t["io_time_s"][i]),
+                               bytes_read=int(t["bytes_read"][i]), bytes_written=int(t["bytes_written"][i]),
+                               processes=int(t["processes"][i])))
+    return rows
 
 
 def process_io_time(profile: JobProfile) -> np.ndarray:
@@ -180,6 +235,18 @@ def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:
     )
 
 
+def _io_process_s(profile: JobProfile, mods: list[ModuleTotals]) -> float:
+    """Summed I/O seconds of every process: the detectors' own total (POSIX and STDIO, ``metrics.total_io_s``);
+    a job that only used an object store counts DFS, or DAOS when no DFS sits on it."""
+    from .metrics import metrics_of
+
+    total = metrics_of(profile).total_io_s
+    if total > 0:
+        return float(total)
+    by = {m.module: m.read_time_s + m.write_time_s + m.meta_time_s for m in mods}
+    return float(by.get("DFS", by.get("DAOS", 0.0)))
+
+
 def summarize(profile: JobProfile, *, top: int = 5) -> Summary:
     mods = [m for m in (module_totals(profile, x) for x in ("POSIX", "MPI-IO", "STDIO", "DFS", "DAOS")) if m is not None]
     return Summary(
@@ -187,7 +254,7 @@ def summarize(profile: JobProfile, *, top: int = 5) -> Summary:
         modules=mods,
         top_files=top_files(profile, top),
         spread=spread(profile),
-        io_time_s=float(sum(m.read_time_s + m.write_time_s + m.meta_time_s for m in mods if m.module != "MPI-IO")),
+        io_time_s=_io_process_s(profile, mods),
     )
 
 

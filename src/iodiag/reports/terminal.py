@@ -34,6 +34,33 @@ def _evidence(ev: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _secs(x: float) -> str:
+    if x >= 3600:
+        return f"{x / 3600:.1f} h"
+    if x >= 100:
+        return f"{x:,.0f} s"
+    return f"{x:.2f} s" if x >= 0.01 else f"{x * 1000:.2f} ms"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %" if x >= 0.1 else (f"{100 * x:.1f} %" if x >= 0.001 else f"{100 * x:.2g} %")
+
+
+def headline(report: dict[str, Any]) -> str | None:
+    """One line: the run time, how much of it is I/O, and how much of it the findings explain."""
+    t = report.get("time")
+    if not t or not t.get("runtime_s"):
+        return None
+    parts = [f"{_secs(t['runtime_s'])} run"]
+    if t.get("io_wall_s") is not None:
+        parts.append(f"I/O on the critical path {_secs(t['io_wall_s'])} ({_pct(t.get('io_share') or 0)})")
+    if t.get("io_process_s"):
+        parts.append(f"{_secs(t['io_process_s'])} of I/O summed over processes")
+    if t.get("explained_s") is not None:
+        parts.append(f"findings explain up to {_secs(t['explained_s'])} ({_pct(t.get('explained_share') or 0)})")
+    return ": ".join(parts[:1]) + (": " + " · ".join(parts[1:]) if len(parts) > 1 else "")
+
+
 def render_terminal(report: dict[str, Any], *, color: bool = False, width: int = 110) -> str:
     from rich.console import Console
     from rich.table import Table
@@ -58,6 +85,10 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     con.print(partial, style="bold red" if j["partial_modules"] else None)
     if j.get("blind_spots"):
         con.print("  not visible to this collector: " + "; ".join(j["blind_spots"]), style="dim")
+    head = headline(report)
+    if head:
+        con.print()
+        con.print(head, style="bold")
     con.print()
     con.print(
         f"  read {human_bytes(v['bytes_read'])} in {human_count(v['reads'])} ops · written {human_bytes(v['bytes_written'])} in {human_count(v['writes'])} ops"
@@ -75,7 +106,9 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
             line.append(f" [{f['id']}] ", style="bold")
             line.append(f["title"])
             if f.get("est_cost_s"):
-                line.append(f"  (~{f['est_cost_s']:.2f} s of I/O time)", style="dim")
+                share = f.get("cost_share")
+                line.append(f"  (~{_secs(f['est_cost_s'])} of the run" + (f", {_pct(share)}" if share is not None else "") + ")",
+                            style="dim")
             con.print(line)
             if f.get("evidence"):
                 con.print(f"      evidence: {_evidence(f['evidence'])}", style="dim")

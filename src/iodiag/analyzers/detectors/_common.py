@@ -1,4 +1,4 @@
-"""Helpers shared by detectors: severity from cost share, top files and processes."""
+"""Helpers shared by detectors: findings costed in job seconds, top files and processes."""
 
 from __future__ import annotations
 
@@ -10,24 +10,39 @@ from ...config import Config
 from ...findings import Finding, severity_from_share
 from ...profile import JobProfile
 from ..metrics import paths_of_ids
+from ..timemodel import time_model_of, wall_cost_of_files
 
 
-def finding(cfg: Config, id: str, title: str, *, cost_s: float | None, total_s: float | None,
-            evidence: dict[str, Any], recommendation: str, files: list[str] | None = None,
-            processes: list[int] | None = None, severity: str | None = None) -> Finding:
-    """A Finding whose severity follows its estimated share of I/O time (unless given)."""
-    share = None
-    if cost_s is not None and total_s:
-        share = float(min(cost_s / total_s, 1.0))
+def finding(cfg: Config, profile: JobProfile, id: str, title: str, *, wall_s: float | None,
+            process_s: float | None = None, evidence: dict[str, Any], recommendation: str,
+            files: list[str] | None = None, processes: list[int] | None = None, severity: str | None = None) -> Finding:
+    """A Finding costed in the job's wall seconds (``wall_s``, see analyzers/timemodel.py), with its severity
+    from the share of the run time that cost is (unless given).  ``process_s`` (the summed process-seconds a
+    detector measured) is kept in the evidence, labelled, with its share of the job's summed I/O time."""
+    tm = time_model_of(profile)
+    wall = None if wall_s is None else tm.cap(wall_s)
+    share = tm.share(wall)
+    if share is None and wall is not None and tm.io_wall_s > 0:  # no run time known: judge against the I/O time
+        share = float(min(wall / tm.io_wall_s, 1.0))
     sev = severity or severity_from_share(share, high=cfg.severity.high, medium=cfg.severity.medium,
                                           low=cfg.severity.low)
-    if severity is None and cost_s is not None and cost_s < cfg.severity.min_cost_s and sev in ("high", "medium"):
+    if severity is None and wall is not None and wall < cfg.severity.min_cost_s and sev in ("high", "medium"):
         sev = "low"
     ev = {k: _plain(v) for k, v in evidence.items()}
+    if process_s is not None:
+        ev["cost_process_s"] = _plain(float(process_s))
+        if tm.io_process_s > 0:
+            ev["cost_share_of_io_process_s"] = _plain(float(min(process_s / tm.io_process_s, 1.0)))
     return Finding(id=id, severity=sev, title=title, evidence=ev, recommendation=recommendation,
                    files=files or [], processes=[int(p) for p in (processes or [])],
-                   est_cost_s=None if cost_s is None else round(float(cost_s), 6),
-                   cost_share=None if share is None else round(share, 4))
+                   est_cost_s=None if wall is None else round(float(wall), 6),
+                   cost_share=None if share is None else round(share, 6))
+
+
+def file_cost(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> dict[str, float]:
+    """``wall_s`` and ``process_s`` of per-file process-seconds ``cost_f`` (aligned with ``fids``), for finding()."""
+    cost_f = np.asarray(cost_f, "f8")
+    return {"wall_s": wall_cost_of_files(profile, np.asarray(fids), cost_f), "process_s": float(cost_f.sum())}
 
 
 def _plain(v: Any) -> Any:

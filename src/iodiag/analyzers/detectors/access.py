@@ -15,7 +15,7 @@ from ...findings import Finding
 from ...profile import JobProfile
 from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, metrics_of, module_sums, on_parallel_fs, ops_groups,
                        pcol)
-from ._common import finding, pct, top_files
+from ._common import file_cost, finding, pct, top_files
 
 
 def _per_file(profile: JobProfile, names: list[str], fidx, n) -> list[np.ndarray]:
@@ -75,8 +75,8 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
             return []  # the backward steps are one constant stride (a wrapping sweep): small-io covers it
         n_nonseq = rnd
     cost_f = (rt * (r - sr) / np.maximum(r, 1) + wt * (w - sw) / np.maximum(w, 1)) * hit
-    return [finding(cfg, "random-access", f"{pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
-                    cost_s=float(cost_f.sum()), total_s=m.total_io_s, evidence=ev,
+    return [finding(cfg, profile, "random-access", f"{pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
+                    **file_cost(profile, fids, cost_f), evidence=ev,
                     recommendation=f"{n_nonseq:,} accesses land before the previous one: sort requests by offset, "
                     "read whole chunks in file order, or enable MPI-IO data sieving/collective buffering; for array "
                     "data choose chunks that match the read pattern",
@@ -118,8 +118,8 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"misaligned_ops": int(na[hit].sum()), "ops": int(ops[hit].sum()), "alignment_bytes": a,
           "lustre_stripe_bytes": int(stripe[i]), "mean_request_bytes": float(mean[i]),
           "files": int(hit.sum())}
-    return [finding(cfg, "misaligned", f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
-                    f"{fmt_bytes(a)} file-system blocks", cost_s=float(cost_f.sum()), total_s=m.total_io_s, evidence=ev,
+    return [finding(cfg, profile, "misaligned", f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
+                    f"{fmt_bytes(a)} file-system blocks", **file_cost(profile, fids, cost_f), evidence=ev,
                     recommendation=f"align request offsets and sizes to {fmt_bytes(a)} (HDF5: H5Pset_alignment(fapl, "
                     f"{a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a multiple of it; or pad records)",
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
@@ -172,8 +172,8 @@ def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
           "read_amplification": float(br[hit].sum() / size[hit].sum()), "worst_file_amplification": float(factor[i]),
           "worst_file_readers": int(m.file_ranks[i])}
     who = f"by {int(m.file_ranks[i])} processes" if m.file_ranks[i] > 1 else "by one process"
-    return [finding(cfg, "redundant-read", f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
-                    f"({ev['read_amplification']:.1f}x)", cost_s=float(cost_f.sum()), total_s=m.total_io_s, evidence=ev,
+    return [finding(cfg, profile, "redundant-read", f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
+                    f"({ev['read_amplification']:.1f}x)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
                     recommendation=f"the worst file is read {factor[i]:.1f} times over {who}: read it once and share it "
                     "(MPI_Bcast / a Dask scatter / persist), or cache it in memory instead of re-reading",
                     files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files))]

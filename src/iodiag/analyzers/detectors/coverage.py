@@ -21,6 +21,7 @@ from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
 from ..metrics import col, file_paths, fmt_bytes, isin, level_total, metrics_of, nprocs_of, pcol, std_file_ids
+from ..timemodel import wall_cost_of_rows
 from ._common import finding, pct, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
@@ -86,8 +87,7 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     if other:
         rec.append("; ".join(f"{i.kind}: {i.cause}" for i in other[:3]))
     what = ", ".join(partial) if partial else ", ".join(ev["issue_kinds"])
-    return [finding(cfg, "partial-log", f"the log is incomplete ({what}): numbers are lower bounds", cost_s=None,
-                    total_s=None, evidence=ev, severity=sev, recommendation="; ".join(rec) or "no action needed",
+    return [finding(cfg, profile, "partial-log", f"the log is incomplete ({what}): numbers are lower bounds", wall_s=None, evidence=ev, severity=sev, recommendation="; ".join(rec) or "no action needed",
                     files=sorted({i.path for i in issues})[: cfg.report.top_files])]
 
 
@@ -103,7 +103,7 @@ def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     if data or _io_time(profile):
         return []
     mods = ", ".join(profile.job.modules) or "none"
-    return [finding(cfg, "no-io", "no I/O recorded", cost_s=None, total_s=None, severity="info",
+    return [finding(cfg, profile, "no-io", "no I/O recorded", wall_s=None, severity="info",
                     evidence={"processes": nprocs_of(profile),
                               "runtime_s": profile.job.runtime_s, "modules": mods},
                     recommendation="nothing to diagnose: the log holds no reads or writes (modules present: "
@@ -154,7 +154,8 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
     mean = b[st] / np.maximum(ops, 1)
     t = (lv["read_s"] + lv["write_s"] + lv["meta_s"])[st]
     # large fread/fwrite pass straight through libc; small ones add copies and per-call locking
-    cost = float(t[mean < cfg.small_io.size_bytes].sum())
+    row_cost = np.zeros(len(lv))
+    row_cost[np.flatnonzero(st)[mean < cfg.small_io.size_bytes]] = t[mean < cfg.small_io.size_bytes]
     ev = {"stdio_bytes": float(b[st].sum()), "stdio_share_of_bytes": float(b[st].sum() / total),
           "stdio_ops": int(ops.sum()), "stdio_s": float(t.sum()), "mean_stdio_request_bytes": float(b[st].sum() / max(ops.sum(), 1)),
           "stdio_files": int(len(np.unique(lv["file_id"][st])))}
@@ -164,6 +165,7 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
                "requests are already large, so STDIO costs little here; switch to POSIX or MPI-IO only if several "
                "processes share these files" if big else
                "use POSIX read/write with large buffers or MPI-IO/HDF5; at least raise the stream buffer (setvbuf)"))
-    return [finding(cfg, "stdio-heavy", f"{pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
-                    "move through STDIO streams", cost_s=cost, total_s=m.total_io_s, evidence=ev, recommendation=rec,
+    return [finding(cfg, profile, "stdio-heavy", f"{pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
+                    "move through STDIO streams", wall_s=wall_cost_of_rows(profile, row_cost), process_s=float(row_cost.sum()),
+                    evidence=ev, recommendation=rec,
                     files=top_files(profile, lv["file_id"][st], t, cfg.report.top_files))]

@@ -16,7 +16,7 @@ from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
 from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, metrics_of, pcol, std_file_ids
-from ._common import finding, pct, top_files, top_procs
+from ._common import file_cost, finding, pct, top_files, top_procs
 from ._zarr import chunk_grids, merge_plan, path_kind
 
 _KIND_ADVICE = {
@@ -123,14 +123,19 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
         advice.append(f"{path} is opened {int(lv['opens'][i])} times by process {int(lv['proc'][i])}: open it once "
                       f"per process and reuse the handle (xarray: open_dataset once and pass the Dataset to tasks)")
     if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
-        advice.append(f"{counts['opens']:,} opens for {data_ops:,} accesses: each file is opened for about one access; "
-                      f"write fewer, larger files (consolidate, Zarr sharding, HDF5 container)")
+        opened = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
+        if opened * 10 <= counts["opens"]:  # many opens of a few files: the files are not the problem
+            advice.append(f"{counts['opens']:,} opens of only {opened:,} file(s): each process opens the same file(s); "
+                          f"open once and share the handle (MPI-IO/HDF5 collective open, or one opener per node)")
+        else:
+            advice.append(f"{counts['opens']:,} opens for {data_ops:,} accesses: each file is opened for about one "
+                          f"access; write fewer, larger files (consolidate, Zarr sharding, HDF5 container)")
     if counts["stats"] >= c.min_ops:
         advice.append(f"{counts['stats']:,} stat calls: cache existence/size checks instead of asking the file system")
     if counts["seeks"] >= c.min_ops:
         advice.append(f"{counts['seeks']:,} seeks: use pread/pwrite with explicit offsets")
     if counts["fsyncs"] >= c.min_ops // 10:
-        advice.append(f"{counts['fsyncs']:,} fsync/flush calls: sync once per file at the end")
+        advice.append(f"{counts['fsyncs']:,} fsync calls: sync once per file at the end")
     meta_f = group_sum(m.file_idx, lv["meta_s"], len(m.file_ids))
     kinds = np.array([path_kind(x) for x in file_paths(profile)[0].tolist()], dtype=object)
     for kind, text in _KIND_ADVICE.items():
@@ -143,8 +148,8 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
             advice.insert(0, f"{pct(k_s / m.meta_s)} of the metadata time ({int((kinds == kind).sum()):,} files) {text}")
     if not advice:
         advice.append("reduce open/stat traffic: keep files open, avoid per-op existence checks")
-    return [finding(cfg, "metadata-storm", "metadata storm: " + "; ".join(reasons), cost_s=m.meta_s,
-                    total_s=m.total_io_s, evidence=ev, recommendation="; ".join(advice),
+    return [finding(cfg, profile, "metadata-storm", "metadata storm: " + "; ".join(reasons),
+                    **file_cost(profile, m.file_ids, meta_f), evidence=ev, recommendation="; ".join(advice),
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
                     processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), lv["meta_s"], m.nprocs), cfg.report.top_processes))]
 
@@ -165,7 +170,8 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
     if small.sum() < c.count:
         return []
     sizes = fs["size_bytes"][small]
-    cost = float((fs["meta_s"] + fs["read_s"] + fs["write_s"])[small].sum())
+    cost_f = (fs["meta_s"] + fs["read_s"] + fs["write_s"]) * small
+    cost = float(cost_f.sum())
     dirs = Counter(_dirname(x) for x in p[small].tolist())
     top_n = max(dirs.values())
     top_dir = str(min(d for d, k in dirs.items() if k == top_n))  # the first in sorted order, as np.unique gives
@@ -179,9 +185,9 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
           "p90_file_bytes": float(np.percentile(sizes, 90)), "total_bytes": total, "mean_file_bytes": mean,
           "files_in_top_directory": top_n, "directories": len(dirs), "time_on_small_files_s": cost}
     if grids:
-        return [finding(cfg, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
-                        f"({fmt_bytes(total)} in total), chunk files of {len(grids)} Zarr array(s)", cost_s=cost,
-                        total_s=m.total_io_s, evidence={**ev, **_zarr_evidence(grids, c.zarr_chunk_bytes)},
+        return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
+                        f"({fmt_bytes(total)} in total), chunk files of {len(grids)} Zarr array(s)",
+                        **file_cost(profile, m.file_ids, cost_f), evidence={**ev, **_zarr_evidence(grids, c.zarr_chunk_bytes)},
                         recommendation=_zarr_advice(grids, c.zarr_chunk_bytes),
                         files=top_files(profile, m.file_ids, np.where(small, fs["meta_s"] + 1e-12, 0), cfg.report.top_files))]
     how = (f"pack them into fewer files (HDF5/NetCDF container, Zarr with sharding, or an archive) of up to "
@@ -190,8 +196,8 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
            f"most in {top_dir} ({top_n:,}): {how}; expected files {int(small.sum()):,} -> {after:,} "
            f"(opens -{pct(1 - after / small.sum())})")
     w = np.where(small, fs["meta_s"] + fs["read_s"] + fs["write_s"] + 1e-12, 0)
-    return [finding(cfg, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
-                    f"({fmt_bytes(total)} in total)", cost_s=cost, total_s=m.total_io_s, evidence=ev,
+    return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
+                    f"({fmt_bytes(total)} in total)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
                     recommendation=rec, files=top_files(profile, m.file_ids, w, cfg.report.top_files))]
 
 

@@ -15,7 +15,7 @@ from ...findings import Finding
 from ...profile import JobProfile
 from ..metrics import (col, file_paths, fmt_bytes, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
                        nprocs_of, on_parallel_fs, ops_procs_per_file)
-from ._common import finding, top_files
+from ._common import file_cost, finding, top_files
 
 
 def _ranks_per_file(profile: JobProfile, fids: np.ndarray) -> np.ndarray:
@@ -91,8 +91,8 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
           "bytes_written": float(fs["bytes_written"][hit].sum()), "write_s": float((fs["write_s"] * hit).sum()),
           "lock_unit_bytes": float(unit[i]), "parallel_fs": bool(par[i]),
           "mean_write_bytes": float(fs["bytes_written"][i] / max(fs["writes"][i], 1))}
-    return [finding(cfg, "shared-file-contention", f"{int(hit.sum())} file(s) written by up to {int(ranks[hit].max())} "
-                    "processes without MPI-IO collective coordination", cost_s=float(cost_f.sum()), total_s=m.total_io_s,
+    return [finding(cfg, profile, "shared-file-contention", f"{int(hit.sum())} file(s) written by up to {int(ranks[hit].max())} "
+                    "processes without MPI-IO collective coordination", **file_cost(profile, m.file_ids, cost_f),
                     evidence=ev, files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files),
                     recommendation=f"{int(ranks[i])} processes write {fmt_bytes(fs['bytes_written'][i])} to one file in "
                     f"{int(fs['writes'][i]):,} uncoordinated writes (mean {fmt_bytes(ev['mean_write_bytes'])}): use MPI-IO "
@@ -121,9 +121,9 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     cost_f = t * indep / np.maximum(indep + coll, 1) * small_share * hit
     ev = {"requests_below_1MiB": int(small[hit].sum()), "files": int(hit.sum()), "independent_ops": int(indep[hit].sum()), "collective_ops": int(coll[hit].sum()),
           "max_ranks_per_file": int(ranks[hit].max()), "mpiio_time_s": float(cost_f.sum())}
-    # MPI-IO time includes the POSIX time below it, so the share is capped at 1 by finding()
-    return [finding(cfg, "no-collective-io", f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
-                    f"file(s), {int(coll[hit].sum()):,} collective", cost_s=float(cost_f.sum()), total_s=m.total_io_s,
+    # MPI-IO time includes the POSIX time below it: spread over the processes like that POSIX time
+    return [finding(cfg, profile, "no-collective-io", f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
+                    f"file(s), {int(coll[hit].sum()):,} collective", **file_cost(profile, fids, cost_f),
                     evidence=ev, files=top_files(profile, fids, cost_f + 1e-12 * hit, cfg.report.top_files),
                     recommendation="switch to collective calls (MPI_File_read_all/write_all; HDF5 "
                     "H5Pset_dxpl_mpio(H5FD_MPIO_COLLECTIVE); PnetCDF *_all) so ROMIO aggregates the "

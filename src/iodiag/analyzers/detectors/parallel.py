@@ -16,6 +16,7 @@ from ...findings import Finding
 from ...profile import JobProfile
 from ..metrics import col, fmt_bytes, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask, robust_z
 from ._common import finding, top_files
+from ..timemodel import time_model_of
 
 # highest interface first: the level at which the application itself asks for data
 _LEVELS = (("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR"), ("MPI-IO", "MPIIO"), ("POSIX", "POSIX"), ("STDIO", "STDIO"))
@@ -81,9 +82,10 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev.update(ost)
     ev.update(_finish_and_host(profile, procs, np.flatnonzero(active)))
     files = top_files(profile, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
-    return [finding(cfg, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
-                    f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", cost_s=float(x[worst] - med),
-                    total_s=max(m.critical_io_s, float(x.max())), evidence=ev, files=files,
+    # the job waits for its slowest process: its excess over the median, in wall seconds, is what it costs
+    wall = float(x[worst] - med) * float(time_model_of(profile).proc_scale[worst])
+    return [finding(cfg, profile, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
+                    f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", wall_s=wall, evidence=ev, files=files,
                     processes=[int(p) for p in procs[: cfg.report.top_processes]],
                     recommendation=f"process {worst} spends most of its time in {what} on {files[0] if files else 'its files'}"
                     f"; it moves no more data than its peers, so look at where it runs: "
@@ -158,7 +160,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     if ratio < c.imbalance_ratio:
         return []
     heavy = np.flatnonzero(peers & (b >= c.imbalance_ratio * max(med, 1.0)))
-    t = m.proc_io_s[peers]
+    t = time_model_of(profile).proc_io_s[peers]  # wall seconds in I/O per process
     ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
           "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
           "max_io_s": float(t.max()), "median_io_s": median(t)}
@@ -188,11 +190,14 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
         sc = lus["stripe_count"][lus["file_id"] == fid] if fid is not None else []
         if len(sc):
             ev["top_file_stripe_count"] = int(sc.max())
-            note += f" {files[0]} has a Lustre stripe count of {int(sc.max())}: stripe it wider (lfs setstripe -c 8 or more);"
+            if int(sc.max()) < 8:
+                note += f" {files[0]} has a Lustre stripe count of {int(sc.max())}: stripe it wider (lfs setstripe -c 8 or more);"
+            else:  # already wide: striping is not what concentrates the bytes
+                note += f" {files[0]} is already striped over {int(sc.max())} OSTs, so the imbalance is in how the data is divided;"
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
-    return [finding(cfg, "rank-imbalance", f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
+    return [finding(cfg, profile, "rank-imbalance", f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
-                    cost_s=float(t.max() - median(t)), total_s=float(t.max()), evidence=ev, files=files,
+                    wall_s=float(t.max() - median(t)), evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
                     recommendation=f"spread the I/O:{note} give every process a similar share of the data "
                     f"(today {len(heavy)} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")]
@@ -228,11 +233,12 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         n = int(eligible.sum())
         active = n - len(idle)
         m = metrics_of(profile)
-        cost = m.critical_io_s * len(idle) / n  # I/O the idle ranks could have taken off the critical path
+        io_wall = time_model_of(profile).io_wall_s
+        cost = io_wall * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
-              "data_ops_on_active": int(per.sum()), "critical_io_s": m.critical_io_s}
-        return [finding(cfg, "inactive-ranks", f"{len(idle)} of {n} processes issue no {mod} reads or writes",
-                        cost_s=cost, total_s=m.critical_io_s, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]],
+              "data_ops_on_active": int(per.sum()), "critical_io_s": io_wall}
+        return [finding(cfg, profile, "inactive-ranks", f"{len(idle)} of {n} processes issue no {mod} reads or writes",
+                        wall_s=cost, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]],
                         recommendation=f"only {active} of {n} processes move data at the {mod} level: distribute "
                         f"the data over all ranks (or run with {active} processes and save {len(idle)} idle ones)")]
     return []

@@ -32,7 +32,7 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
             continue
         per_b = float(m.proc_bytes.sum()) / m.nprocs
         per_t = m.total_io_s / m.nprocs
-        rows.append((m.nprocs, per_b, per_t, per_b / per_t, m.critical_io_s, p.job.job_id))
+        rows.append((m.nprocs, per_b, per_t, per_b / per_t, m.critical_io_s, p.job.job_id, p))
     if len({r[0] for r in rows}) < 2:
         return []
     rows.sort(key=lambda r: (r[0], -r[3]))
@@ -48,8 +48,9 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
           "strictly_weak": weak, "jobs": [r[5] for r in rows]}
     # what the worst run lost: its per-process I/O time beyond what the base bandwidth would need
     lost = w[2] - w[1] / base[3]
-    return [finding(cfg, "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
-                    f"{base[0]} to {w[0]} processes", cost_s=lost * w[0], total_s=w[2] * w[0], evidence=ev,
+    # each process of the worst run waits ``lost`` seconds more than the base bandwidth needs: wall seconds of it
+    return [finding(cfg, w[6], "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
+                    f"{base[0]} to {w[0]} processes", wall_s=lost, process_s=lost * w[0], evidence=ev,
                     recommendation=f"at {w[0]} processes each moves {fmt_bytes(w[1])} at {fmt_bytes(w[3])}/s against "
                     f"{fmt_bytes(base[3])}/s at {base[0]}: the shared storage saturates or the processes contend; "
                     "aggregate (fewer writers: collective I/O, one writer per node), stripe wider, or cap the "

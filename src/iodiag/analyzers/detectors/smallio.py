@@ -17,7 +17,7 @@ from ...findings import Finding
 from ...profile import JobProfile
 from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist,
                        small_bucket_count)
-from ._common import finding, pct, top_files, top_procs
+from ._common import file_cost, finding, pct, top_files, top_procs
 
 
 def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
@@ -76,7 +76,6 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     m = metrics_of(profile)
     rows = hit[fidx]
     cost_f = group_sum(fidx, cost_row, len(fids))
-    cost = float(cost_row[rows].sum())
     n_small, n_ops = int((sr + sw)[rows].sum()), int((reads + writes)[rows].sum())
     consec = (t["POSIX_CONSEC_READS"].clip(0) + t["POSIX_CONSEC_WRITES"].clip(0))[rows].sum()
     strides = sum(t[f"POSIX_STRIDE{i}_COUNT"].clip(0)[rows].sum() for i in range(1, 5))
@@ -93,8 +92,8 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
     if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
         ev["array_file"] = top[0]
-    return [finding(cfg, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
-                    cost_s=cost, total_s=m.total_io_s, evidence=ev, recommendation=_advice(ev, pat, n_small, c.buffer_bytes),
+    return [finding(cfg, profile, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
+                    **file_cost(profile, fids, cost_f * hit), evidence=ev, recommendation=_advice(ev, pat, n_small, c.buffer_bytes),
                     files=top, processes=top_procs(procs, cfg.report.top_processes))]
 
 

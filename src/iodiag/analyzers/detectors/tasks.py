@@ -51,8 +51,8 @@ def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
                  if len(workers) == 1 and len(idx) > 1 else
                  "spread over workers, so the data is the likely cause: look for an oversized or remote chunk")
         out.append(finding(
-            cfg, "straggler-task", f"{len(idx)} '{p}' task(s) run far longer than their {len(sel)} peers "
-            f"(slowest {dur[worst]:.2f} s vs median {med:.2f} s)", cost_s=float(dur[worst] - med), total_s=makespan,
+            cfg, profile, "straggler-task", f"{len(idx)} '{p}' task(s) run far longer than their {len(sel)} peers "
+            f"(slowest {dur[worst]:.2f} s vs median {med:.2f} s)", wall_s=float(dur[worst] - med),
             evidence=ev, processes=sorted({int(x) for x in t["pid"][first[idx]] if int(x) >= 0})[: cfg.report.top_processes],
             recommendation=f"task {keys[worst]} took {dur[worst]:.2f} s against a median of {med:.2f} s ({where}); "
             "split its input into smaller chunks so no single task dominates, and let work stealing rebalance"))

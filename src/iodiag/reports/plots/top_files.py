@@ -10,63 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analyzers.summary import file_times
 from ...profile import JobProfile, Table
 from .. import svg
 from . import META, READ, WRITE, human_bytes
 
-LOW_LAYERS = (("POSIX", "POSIX"), ("STDIO", "STDIO"))
-HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR"), ("DFS", "DFS"), ("DAOS", "DAOS"))
-
-
-def _accumulate(profile: JobProfile, layers, acc: dict, skip: set | None = None) -> None:
-    for mod, pre in layers:
-        t = profile.module(mod)
-        if t is None:
-            continue
-        fid = t["file_id"]
-        keep = np.ones(len(fid), bool) if not skip else ~np.isin(fid, np.fromiter(skip, dtype=fid.dtype, count=len(skip)))
-        if not keep.any():
-            continue
-        uniq, inv = np.unique(fid[keep], return_inverse=True)
-        for col, name in (("read_time_s", f"{pre}_F_READ_TIME"), ("write_time_s", f"{pre}_F_WRITE_TIME"),
-                          ("meta_time_s", f"{pre}_F_META_TIME"), ("bytes_read", f"{pre}_BYTES_READ"),
-                          ("bytes_written", f"{pre}_BYTES_WRITTEN")):
-            if name not in t:
-                continue
-            sums = np.bincount(inv, weights=np.maximum(t[name][keep], 0).astype(np.float64), minlength=len(uniq))
-            for f, v in zip(uniq.tolist(), sums.tolist()):
-                acc.setdefault(f, {}).setdefault(col, 0.0)
-                acc[f][col] += v
-        ranks = t["rank"][keep]
-        for f, r in zip(fid[keep].tolist(), ranks.tolist()):
-            d = acc.setdefault(f, {})
-            d.setdefault("_ranks", set()).add(r)
-            d.setdefault("_layers", set()).add(mod)
-
-
-def file_times(profile: JobProfile) -> Table:
-    """Every file with its I/O time (read, write, metadata), bytes and process count."""
-    acc: dict[int, dict] = {}
-    _accumulate(profile, LOW_LAYERS, acc)
-    _accumulate(profile, HIGH_LAYERS, acc, skip=set(acc))
-    paths = profile.path_of()
-    nprocs = len(profile.processes)
-    fids = list(acc)
-    def col(name):
-        return np.asarray([acc[f].get(name, 0.0) for f in fids], dtype="f8")
-    procs = [nprocs if -1 in acc[f].get("_ranks", ()) else len(acc[f].get("_ranks", ())) for f in fids]
-    t = Table({
-        "file_id": np.asarray(fids, dtype="u8"),
-        "path": np.asarray([paths.get(f, f"<unnamed {f:016x}>") for f in fids], dtype=object),
-        "layers": np.asarray(["+".join(sorted(acc[f].get("_layers", ()))) for f in fids], dtype=object),
-        "read_time_s": col("read_time_s"), "write_time_s": col("write_time_s"), "meta_time_s": col("meta_time_s"),
-        "bytes_read": col("bytes_read").astype("i8"), "bytes_written": col("bytes_written").astype("i8"),
-        "processes": np.asarray(procs, dtype="i8"),
-    })
-    total = t["read_time_s"] + t["write_time_s"] + t["meta_time_s"]
-    t = t.with_columns(io_time_s=total)
-    order = np.lexsort((t["path"].astype(str), -total)) if len(t) else np.zeros(0, int)
-    return t.take(order)
+__all__ = ["file_times", "top_files", "draw_top_files"]
 
 
 def top_files(profile: JobProfile, n: int = 10) -> Table:

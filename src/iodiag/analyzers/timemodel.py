@@ -1,0 +1,252 @@
+"""The job-time model: how many seconds of the job's *wall time* I/O takes, and what a problem costs in them.
+
+Darshan's counters (and the counters derived from an embedded trace) give I/O time as *process-seconds*: the
+sum over every process (and every thread) of the time spent in I/O calls.  A 65,536-rank job whose ranks each
+spend 0.5 s opening one shared file has ~35,000 process-seconds of metadata but loses ~0.5 s of its run to it.
+Findings are therefore costed here in the job's own seconds:
+
+* **per process I/O seconds** (``proc_io_s``): when the job has an operation trace (DXT or the embedded
+  collector's ``ops``) with every read and write, the union of the process's I/O intervals — overlapping calls
+  of several threads count once — plus the metadata seconds the trace does not hold; otherwise the counters'
+  sum.  Either is capped by the process's lifetime and the run time.
+* **I/O on the critical path** (``io_wall_s``): the largest per-process I/O time.  Processes of a parallel job
+  run side by side, so the job cannot finish before its busiest process's I/O is done, and removing all other
+  I/O would not shorten it; for a serial job it is simply its I/O time.  (A job whose processes ran one after
+  the other would be under-estimated; iodiag sees no dependency between processes.)
+* **a problem's wall cost** (``wall_cost_of_files``): the process-seconds a detector attributes to files are
+  spread over the processes that did that I/O, in proportion to their I/O time on each file (a record shared by
+  all ranks of a log gives its slowest rank its own share and the others an even share), scaled by each
+  process's ratio of wall to summed I/O time, and the largest per-process amount is the job seconds the problem
+  adds.  It never exceeds the critical path's I/O, nor the run time.
+
+Severity then follows the cost's share of the **run time** (``Config.severity``); the process-seconds stay in a
+finding's evidence, labelled as such.  The model is computed once per profile (``time_model_of``) and read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..profile import OP, JobProfile
+from .metrics import group_sum, memo, metrics_of
+
+
+@dataclass(frozen=True)
+class TimeModel:
+    runtime_s: float | None  # the job's run time (None when no log says it)
+    proc_io_s: np.ndarray  # wall seconds each process spent in I/O (index = proc)
+    proc_scale: np.ndarray  # per process: wall I/O seconds per summed (process-) I/O second, <= 1
+    io_wall_s: float  # I/O on the critical path: the busiest process's I/O seconds (<= runtime)
+    io_process_s: float  # summed I/O seconds over every process (process-seconds)
+    basis: str  # "ops" (interval union from a complete trace) or "counters" (summed call times)
+
+    @property
+    def io_share(self) -> float | None:
+        return self.share(self.io_wall_s)
+
+    def share(self, wall_s: float | None) -> float | None:
+        """Share of the run time; None when the run time is unknown."""
+        if wall_s is None or not self.runtime_s or self.runtime_s <= 0:
+            return None
+        return float(min(max(wall_s, 0.0) / self.runtime_s, 1.0))
+
+    def cap(self, wall_s: float) -> float:
+        """A wall-clock cost bounded by the run time (when known)."""
+        w = max(float(wall_s), 0.0)
+        return min(w, self.runtime_s) if self.runtime_s and self.runtime_s > 0 else w
+
+
+def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+    """Per process, the total length of the union of its [start, end] intervals (one sort, no Python loop)."""
+    if not len(proc) or n <= 0:
+        return np.zeros(max(n, 0))
+    t0 = float(start.min())
+    s = start - t0
+    e = np.maximum(end - t0, s)
+    order = np.lexsort((s, proc))
+    p, s, e = proc[order], s[order], e[order]
+    first = np.ones(len(p), bool)
+    first[1:] = p[1:] != p[:-1]
+    # a running maximum of the end times that restarts with each process: shift each process's times by
+    # its group number times the whole span, so that maxima never carry over from the previous process
+    span = float(e.max()) + 1.0
+    off = (np.cumsum(first) - 1) * span
+    cm = np.maximum.accumulate(e + off) - off
+    prev = np.empty_like(cm)
+    prev[0] = -1.0
+    prev[1:] = cm[:-1]
+    new_run = first | (s > prev)
+    run = np.cumsum(new_run) - 1
+    run_end = np.zeros(int(run[-1]) + 1)
+    np.maximum.at(run_end, run, cm)
+    lengths = run_end - s[new_run]
+    return np.bincount(np.clip(p[new_run], 0, n - 1), weights=lengths, minlength=n)[:n]
+
+
+def _compute(profile: JobProfile) -> TimeModel:
+    m = metrics_of(profile)
+    n = m.nprocs
+    rt = profile.job.runtime_s
+    runtime = float(rt) if rt is not None and np.isfinite(rt) and rt > 0 else None
+    summed = np.asarray(m.proc_io_s, "f8")[:n]
+    if len(summed) < n:
+        summed = np.concatenate([summed, np.zeros(n - len(summed))])
+    wall = summed.copy()
+    basis = "counters"
+    ops = profile.ops
+    if len(ops) and m.dxt_complete:
+        rw = ops["op"] <= OP["write"]
+        proc = np.clip(ops["proc"], 0, max(n - 1, 0))
+        if bool(rw.all()):  # a DXT trace: reads and writes only; metadata seconds come from the counters
+            u = _union_per_proc(proc, ops["start_s"], ops["end_s"], n)
+            lv = m.level
+            own = lv["proc"] >= 0
+            meta = group_sum(lv["proc"][own], lv["meta_s"][own], n)[:n] if len(lv) else np.zeros(n)
+            wall = np.minimum(summed, u + meta) if len(lv) else u
+        else:  # every call traced (embedded collector): the union is the I/O time
+            u = _union_per_proc(proc, ops["start_s"], ops["end_s"], n)
+            wall = np.minimum(summed, u) if summed.any() else u
+        basis = "ops"
+    pr = profile.processes
+    if len(pr):
+        life = np.full(n, np.inf)
+        ok = (pr["end_s"] > pr["start_s"]) & (pr["proc"] < n)
+        life[pr["proc"][ok]] = (pr["end_s"] - pr["start_s"])[ok]
+        wall = np.minimum(wall, life)
+    if runtime is not None:
+        wall = np.minimum(wall, runtime)
+    wall = np.maximum(wall, 0.0)
+    scale = np.divide(wall, summed, out=np.ones(n), where=summed > 0)
+    io_wall = float(wall.max()) if n else 0.0
+    wall.flags.writeable = False
+    scale.flags.writeable = False
+    return TimeModel(runtime_s=runtime, proc_io_s=wall, proc_scale=np.minimum(scale, 1.0), io_wall_s=io_wall,
+                     io_process_s=float(m.total_io_s), basis=basis)
+
+
+def time_model_of(profile: JobProfile) -> TimeModel:
+    """The profile's time model, computed once (kept in the profile's memo with its Metrics)."""
+    d = memo(profile)
+    tm = d.get("timemodel")
+    if tm is None:
+        tm = d["timemodel"] = _compute(profile)
+    return tm
+
+
+def _proc_log(profile: JobProfile, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pr = profile.processes
+    if not len(pr):
+        return np.zeros(n, "i8"), np.zeros(1, "i8"), np.zeros(1, "i8")
+    nlog = int(pr["log"].max()) + 1
+    proc_log = np.zeros(n, "i8")
+    keep = pr["proc"] < n
+    proc_log[pr["proc"][keep]] = pr["log"][keep]
+    size = np.bincount(pr["log"], minlength=nlog)
+    first = np.full(nlog, np.iinfo("i8").max, "i8")
+    np.minimum.at(first, pr["log"], pr["proc"])
+    return proc_log, size, first
+
+
+def proc_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> np.ndarray:
+    """Spread process-seconds given per POSIX-level row (``metrics.level``) over processes, in wall seconds.
+
+    A row of one process goes to that process; a shared row (rank -1) gives its slowest rank the share of time
+    that rank spent and every other rank of its log an even part of the rest.  Each process's amount is then
+    scaled by its wall-to-summed I/O ratio (calls of threads that overlap in time count once).
+    """
+    m = metrics_of(profile)
+    tm = time_model_of(profile)
+    n = m.nprocs
+    lv = m.level
+    out = np.zeros(n)
+    if not len(lv):
+        return out
+    row_cost = np.asarray(row_cost, "f8")
+    own = lv["proc"] >= 0
+    if own.any():
+        out += np.bincount(np.clip(lv["proc"][own], 0, n - 1), weights=row_cost[own], minlength=n)[:n]
+    idx = np.flatnonzero(~own & (row_cost > 0))
+    if len(idx):
+        t_row = lv["read_s"] + lv["write_s"] + lv["meta_s"]
+        proc_log, size, first = _proc_log(profile, n)
+        log = np.clip(lv["log"][idx], 0, len(size) - 1)
+        k = size[log]
+        slow = lv["slow_rank"][idx]
+        frac = np.clip(np.divide(lv["slow_s"][idx], t_row[idx], out=np.zeros(len(idx)), where=t_row[idx] > 0), 0, 1)
+        valid = (k > 1) & (slow >= 0) & (slow < k)
+        frac = np.where(valid, frac, 1.0 / np.maximum(k, 1))
+        rest = np.where(k > 1, row_cost[idx] * (1 - frac) / np.maximum(k - 1, 1), 0.0)
+        # every process of the log gets the even part; the slowest rank gets its own share instead
+        out += np.bincount(log, weights=rest, minlength=len(size))[proc_log]
+        target = np.where(valid, first[log] + slow, first[log])
+        np.add.at(out, np.clip(target, 0, n - 1), row_cost[idx] * frac - rest)
+    return np.maximum(out, 0.0) * tm.proc_scale
+
+
+def proc_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> np.ndarray:
+    """Per-file process-seconds (``cost_f`` aligned with the file ids ``fids``) spread over processes in wall
+    seconds: each file's cost goes to its POSIX-level rows in proportion to their I/O time (evenly when the file
+    took no time), then as ``proc_cost_of_rows``.  Cost on files without POSIX-level rows (an MPI-IO file whose
+    POSIX records are missing) is spread evenly over all processes."""
+    m = metrics_of(profile)
+    n = m.nprocs
+    lv = m.level
+    cost_f = np.asarray(cost_f, "f8")
+    fids = np.asarray(fids)
+    if not len(cost_f):
+        return np.zeros(n)
+    lf = m.file_ids
+    pos = np.searchsorted(lf, fids) if len(lf) else np.zeros(len(fids), "i8")
+    known = (pos < len(lf)) & (lf[np.minimum(pos, max(len(lf) - 1, 0))] == fids) if len(lf) else np.zeros(len(fids), bool)
+    per_file = np.zeros(len(lf))
+    np.add.at(per_file, pos[known], cost_f[known])
+    out = np.zeros(n)
+    if len(lv):
+        t_row = lv["read_s"] + lv["write_s"] + lv["meta_s"]
+        fidx = m.file_idx
+        ft = np.bincount(fidx, weights=t_row, minlength=len(lf))
+        nrow = np.bincount(fidx, minlength=len(lf)).astype("f8")
+        w = np.where(ft[fidx] > 0, np.divide(t_row, ft[fidx], out=np.zeros(len(lv)), where=ft[fidx] > 0),
+                     1.0 / np.maximum(nrow[fidx], 1))
+        out = proc_cost_of_rows(profile, per_file[fidx] * w)
+    lost = float(cost_f[~known].sum())
+    if lost > 0:
+        out = out + lost / max(n, 1) * time_model_of(profile).proc_scale
+    return out
+
+
+def _wall(tm: TimeModel, per_proc: np.ndarray) -> float:
+    w = float(per_proc.max()) if len(per_proc) else 0.0
+    return tm.cap(min(w, tm.io_wall_s) if tm.io_wall_s > 0 else w)
+
+
+def wall_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> float:
+    """Job wall seconds that per-file process-seconds add: the busiest process's part of them."""
+    return _wall(time_model_of(profile), proc_cost_of_files(profile, fids, cost_f))
+
+
+def wall_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> float:
+    """Job wall seconds that per-row (``metrics.level``) process-seconds add."""
+    return _wall(time_model_of(profile), proc_cost_of_rows(profile, row_cost))
+
+
+def wall_cost_of_procs(profile: JobProfile, cost_p: np.ndarray) -> float:
+    """Job wall seconds that per-process process-seconds ``cost_p`` add (scaled like the I/O time)."""
+    tm = time_model_of(profile)
+    c = np.asarray(cost_p, "f8")[: len(tm.proc_scale)]
+    return _wall(tm, c * tm.proc_scale[: len(c)])
+
+
+def time_summary(profile: JobProfile, costs_s: list[float | None]) -> dict:
+    """The report's ``time`` object: run time, I/O on the critical path, process-seconds of I/O, and how much of
+    the run the findings' costs (``costs_s``, job seconds each) explain.  Findings can overlap (small requests
+    that are also random), so ``explained_s`` is their sum capped by the run time: an upper bound."""
+    tm = time_model_of(profile)
+    known = [float(c) for c in costs_s if c is not None and c > 0]
+    explained = tm.cap(sum(known)) if known else 0.0
+    r = lambda x: None if x is None else round(float(x), 6)  # noqa: E731
+    return {"runtime_s": r(tm.runtime_s), "io_wall_s": r(tm.io_wall_s), "io_share": r(tm.io_share),
+            "io_process_s": r(tm.io_process_s), "explained_s": r(explained), "explained_share": r(tm.share(explained)),
+            "basis": tm.basis}

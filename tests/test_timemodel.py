@@ -1,0 +1,161 @@
+"""The job-time model: findings are costed in seconds of the job's run, never in summed process-seconds.
+
+Real data only: corpus logs (each case's counters are named in its comment) and a real 1,000-process run under
+the embedded collector in which every process opens one shared file once.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS, corpus_path, run_cli
+from iodiag.analyzers.detectors import diagnose
+from iodiag.analyzers.load import load_job
+from iodiag.analyzers.timemodel import _union_per_proc, time_model_of
+from iodiag.errors import IodiagError
+from iodiag.reports.json_report import build_report
+
+NOPOSIX = "darshan/darshan-util/pydarshan/darshan/tests/input/noposix.darshan"
+IMBALANCED = "darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan"
+BADOST = "darshan/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan"
+DXT1 = "darshan/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan"
+
+
+def _by(findings, fid):
+    hit = [f for f in findings if f.id == fid]
+    assert hit, f"{fid} not among {[f.id for f in findings]}"
+    return hit[0]
+
+
+def test_many_ranks_metadata_costs_seconds_of_the_run_not_process_seconds():
+    """noposix: 512 ranks, a 39,213 s run; STDIO_F_META_TIME adds up to 365 process-seconds spread over the
+    ranks, i.e. well under 2 s per rank. Summed, it looked like a 92 % metadata storm; in the run it is nothing."""
+    prof = load_job([str(corpus_path(NOPOSIX))])
+    f = _by(diagnose(prof), "metadata-storm")
+    assert f.evidence["cost_process_s"] == pytest.approx(364.6, abs=0.5)
+    assert f.est_cost_s < 2.0 and f.severity == "info"
+    assert f.cost_share == pytest.approx(f.est_cost_s / 39213.0, abs=1e-6)
+
+
+def test_one_heavy_rank_costs_what_it_makes_the_job_wait():
+    """imbalanced-io: rank 0 spends 731 s in I/O while the median rank spends 21.5 s, in a 1,479 s run:
+    the imbalance costs ~709 s of the run (high), not the 6,585 process-seconds of all ranks' I/O."""
+    prof = load_job([str(corpus_path(IMBALANCED))])
+    tm = time_model_of(prof)
+    assert tm.io_wall_s == pytest.approx(731.0, abs=1.0) and tm.io_process_s > 6000
+    f = _by(diagnose(prof), "rank-imbalance")
+    assert f.severity == "high" and f.est_cost_s == pytest.approx(731.0 - 21.5, abs=2.0)
+    assert f.cost_share == pytest.approx(f.est_cost_s / 1479.0, rel=1e-3)
+
+
+def test_stragglers_cost_their_excess_over_the_median():
+    """sample-badost: 85 of 2,048 ranks write for up to 778.6 s against a 12.1 s median in a 780 s run."""
+    prof = load_job([str(corpus_path(BADOST))])
+    f = _by(diagnose(prof), "straggler-process")
+    assert f.est_cost_s == pytest.approx(778.6 - 12.15, abs=1.0) and f.severity == "high"
+
+
+def test_threads_overlapping_in_time_count_once():
+    """dxt.darshan: one process whose calls add up to 11,218 s of I/O in a 1,469 s run (several threads
+    blocked in I/O at once). Its I/O on the critical path is bounded by the run, and every cost by that."""
+    prof = load_job([str(corpus_path(DXT1))])
+    tm = time_model_of(prof)
+    assert tm.io_process_s > 11000 and tm.io_wall_s <= 1469.0
+    for f in diagnose(prof):
+        if f.est_cost_s is not None:
+            assert f.est_cost_s <= tm.io_wall_s + 1e-6 and 0 <= f.cost_share <= 1
+
+
+def test_interval_union_per_process():
+    """The union of intervals: one long interval covering others counts once; separate processes stay apart."""
+    proc = np.array([0, 0, 0, 1, 1, 2])
+    start = np.array([0.0, 1.0, 5.0, 0.0, 0.0, 3.0]) + 1.7e9
+    end = np.array([2.0, 3.0, 6.0, 10.0, 1.0, 3.5]) + 1.7e9
+    assert _union_per_proc(proc, start, end, 4).tolist() == pytest.approx([4.0, 10.0, 0.5, 0.0])
+
+
+def _manifest():
+    path = CORPUS / "MANIFEST.tsv"
+    if not path.is_file():
+        pytest.skip("MANIFEST.tsv not found")
+    with path.open() as fh:
+        return [r["path"] for r in csv.DictReader(fh, delimiter="\t")]
+
+
+def test_every_corpus_cost_is_within_the_run():
+    """On every readable corpus log: the critical-path I/O and every finding's cost are within the run time,
+    the cost share is cost / run time, and the report's time object says the same numbers."""
+    checked = 0
+    for rel in _manifest():
+        try:
+            prof = load_job([str(CORPUS / rel)])
+        except IodiagError:
+            continue
+        findings = diagnose(prof)
+        rep = build_report(prof, findings)
+        t = rep["time"]
+        rt = prof.job.runtime_s
+        if not rt:
+            continue
+        checked += 1
+        assert t["io_wall_s"] <= rt + 1e-6, rel
+        assert t["explained_s"] <= rt + 1e-6, rel
+        for f in rep["findings"]:
+            if f["est_cost_s"] is not None:
+                assert 0 <= f["est_cost_s"] <= rt + 1e-6, (rel, f["id"])
+                assert f["cost_share"] == pytest.approx(min(f["est_cost_s"] / rt, 1.0), abs=1e-4), (rel, f["id"])
+    assert checked > 80
+
+
+FORKER = r'''
+import os, sys, time
+shared = sys.argv[1] + ".shared"
+with open(shared, "wb") as fh:
+    fh.write(b"x" * 4096)
+kids = []
+for i in range(1000):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(shared, os.O_RDONLY)
+        os.read(fd, 16)
+        os.close(fd)
+        time.sleep(0.5)
+        os._exit(0)
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
+'''
+
+
+def test_thousand_processes_opening_one_shared_file_is_not_a_storm(tmp_path):
+    """A real run of 1,000 processes (embedded collector) that each open one shared file once: the opens add
+    up over processes, but each process waits for its own open only, so the metadata is not a problem of the run."""
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except (ImportError, IodiagError) as exc:
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+    script = tmp_path / "forker.py"
+    script.write_text(FORKER)
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    run = run_cli("run", "--collector", "embedded", "--no-dask-report", str(script), str(tmp_path / "data"), env=home,
+                  timeout=600)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    from iodiag.analyzers.job import load_job_record
+    from iodiag.jobs.store import find_job
+
+    prof = load_job_record(find_job("last", root=tmp_path / "store"))
+    assert len(prof.processes) >= 1000
+    tm = time_model_of(prof)
+    findings = diagnose(prof)
+    for f in findings:
+        if f.id == "metadata-storm":
+            assert f.severity in ("info", "low"), f
+        if f.est_cost_s is not None:
+            assert f.est_cost_s <= tm.io_wall_s + 1e-9
+    # the critical path is one process's I/O, far below the summed process-seconds
+    assert tm.io_wall_s < tm.io_process_s / 50

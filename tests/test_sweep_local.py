@@ -97,3 +97,11 @@ def test_local_sweep_fail_resume_collect_analyze(tmp_path):
     assert row["time_s_n"] == 2 and row["time_s_mean"] == pytest.approx(times.mean())
     assert (sweep / "compare.png").stat().st_size > 1000
     assert res["notes"] == ["api is not numeric: no speedup or efficiency along it"]
+    # a group column the sweep lacks gives one group of bars (was KeyError: 'pattern'); an unknown
+    # --compare-by column is a usage error naming the columns
+    (sweep / "compare.png").unlink()
+    p = _cli("sweep", "analyze", str(sweep), "--axis", "api", "--compare-by", "api", "--group", "nosuch", cwd=tmp_path)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert (sweep / "compare.png").stat().st_size > 1000
+    p = _cli("sweep", "analyze", str(sweep), "--axis", "api", "--compare-by", "nosuch", cwd=tmp_path)
+    assert p.returncode == 2 and "nosuch" in p.stderr and "Traceback" not in p.stderr, p.stderr

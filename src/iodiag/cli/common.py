@@ -16,8 +16,33 @@ def fail(message: str, *, hint: str | None = None, code: int = 1) -> NoReturn:
     raise SystemExit(code)
 
 
-def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInput], None] | None = None) -> None:
-    """Run a command body; turn IodiagError into one line on stderr and its exit code."""
+_JSON_ERRORS: str | None = None  # the schema a failing --json command prints its errors object under
+
+
+def _json_error(code: int, message: str, hint: str | None) -> None:
+    """With --json, a failure still prints one object on stdout (its command's schema, an ``errors`` list)."""
+    import json
+
+    err = {"kind": "error", "cause": message, "exit_code": code}
+    if hint:
+        err["next_step"] = hint
+    obj = {"schema": _JSON_ERRORS, "errors": [err]}
+    if _JSON_ERRORS == "iodiag.report/1":
+        obj = {"schema": _JSON_ERRORS, "job": None, "volumes": None, "findings": [], "errors": [err]}
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInput], None] | None = None,
+                json_errors: bool | str = False) -> None:
+    """Run a command body; turn any failure into one line on stderr and an exit code, never a traceback.
+
+    ``IodiagError`` carries its own code and next step; anything else is a bug of ours: one line naming it and
+    how to see the traceback (``IODIAG_DEBUG=1``), exit 1.  With ``json_errors`` (a --json command) the error is
+    also printed on stdout as an object (schema ``json_errors`` when a string, else iodiag.report/1), so a
+    script reading stdout gets an ``errors`` list.
+    """
+    global _JSON_ERRORS
+    _JSON_ERRORS = json_errors if isinstance(json_errors, str) else "iodiag.report/1"
     try:
         fn()
     except AmbiguousInput as exc:
@@ -27,9 +52,13 @@ def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInpu
                 print(f"iodiag: {exc.hint}", file=sys.stderr)
         else:
             print(f"iodiag: error: {exc}", file=sys.stderr)
+        if json_errors:
+            _json_error(exc.exit_code, exc.message, exc.hint)
         raise SystemExit(exc.exit_code) from None
     except IodiagError as exc:
         print(f"iodiag: error: {exc}", file=sys.stderr)
+        if json_errors:
+            _json_error(exc.exit_code, exc.message, exc.hint)
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
         print("iodiag: interrupted", file=sys.stderr)
@@ -41,6 +70,44 @@ def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInpu
         except Exception:  # noqa: BLE001
             pass
         os._exit(0)
+    except SystemExit:
+        raise
+    except ModuleNotFoundError as exc:  # an optional dependency this command needs is not installed
+        extra = _EXTRA_OF.get((exc.name or "").split(".")[0], "all")
+        msg, hint = f"this command needs the Python package {exc.name!r}", f"pip install 'iodiag[{extra}]'"
+        print(f"iodiag: error: {msg} — {hint}", file=sys.stderr)
+        if json_errors:
+            _json_error(10, msg, hint)
+        raise SystemExit(10) from None
+    except Exception as exc:  # noqa: BLE001 - the CLI is the one place that turns every failure into a line
+        import click
+
+        if os.environ.get("IODIAG_DEBUG") or isinstance(exc, (click.exceptions.Exit, click.exceptions.Abort,
+                                                                click.exceptions.ClickException)):
+            raise  # typer.Exit and usage errors are the command line's own way out
+        msg = f"unexpected {type(exc).__name__}: {exc}"
+        hint = "this is a bug in iodiag: rerun with IODIAG_DEBUG=1 to see where, and report it with that output"
+        print(f"iodiag: error: {msg} — {hint}", file=sys.stderr)
+        if json_errors:
+            _json_error(1, msg, hint)
+        raise SystemExit(1) from None
+
+
+def guarded(fn):
+    """A typer command whose body runs under ``run_guarded`` (``json_out=True`` in its arguments: errors as JSON)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        run_guarded(lambda: fn(*args, **kwargs), json_errors=bool(kwargs.get("json_out")))
+
+    return wrapper
+
+
+# optional dependency -> the extra of pyproject.toml that installs it
+_EXTRA_OF = {"pyarrow": "site", "pandas": "site", "scipy": "sweep", "matplotlib": "sweep", "sklearn": "ml",
+             "jinja2": "html", "dask": "dask", "distributed": "dask", "xarray": "dask", "zarr": "dask",
+             "netCDF4": "dask", "h5py": "dask", "bokeh": "dask", "dask_jobqueue": "jobqueue"}
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:

@@ -44,7 +44,7 @@ def compare_cmd(
 
     run_guarded(lambda: _compare(a=a, b=b, json_out=json_out, html=html, obfuscate=obfuscate,
                                  config_file=config_file, log_tree=log_tree, job_a=job_a, job_b=job_b, take_all=take_all),
-                on_ambiguous=_print_choices)
+                on_ambiguous=_print_choices, json_errors="iodiag.compare/1" if json_out else False)
 
 
 def _side(target: str, *, side: str, pick: str | None, take_all: bool, log_tree, cfg, progress: bool):

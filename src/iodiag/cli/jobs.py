@@ -58,7 +58,7 @@ def jobs_command(
             print(json.dumps(rows, indent=2))
             return
         if not rows:
-            print(f"iodiag: no jobs in {jobs_dir(store)} (run one: iodiag run --darshan script.py)", file=sys.stderr)
+            print(f"iodiag: no jobs in {jobs_dir(store)} (run one: iodiag run script.py)", file=sys.stderr)
             return
         print(f"{'job id':<36} {'status':<9} {'collector':<9} {'started':<16} {'wall':>8} {'exit':>7} {'logs':>5} {'tasks':>6}  command")
         for r in rows:

@@ -57,6 +57,13 @@ def _stderr_console():
 def _print_choices(exc: AmbiguousInput) -> None:
     from datetime import datetime, timezone
 
+    if exc.choices and isinstance(exc.choices[0], str):  # iodiag job ids (a prefix of several jobs)
+        print(f"iodiag: {exc.message.split(': ')[0]}:", file=sys.stderr)
+        for c in exc.choices[:50]:
+            print(f"  {c}", file=sys.stderr)
+        if len(exc.choices) > 50:
+            print(f"  … {len(exc.choices) - 50} more (iodiag jobs)", file=sys.stderr)
+        return
     print(f"iodiag: {exc.message}:", file=sys.stderr)
     print(f"  {'job id':<14} {'processes':>9}  {'start (UTC)':<20} executables", file=sys.stderr)
     for c in exc.choices:
@@ -95,7 +102,7 @@ def report_cmd(
     run_guarded(lambda: _report(
         target=target, json_out=json_out, json_file=json_file, html=html or html_path is not None, html_path=html_path,
         config_file=config_file, mute=mute, log_tree=log_tree, job=job, take_all=take_all, obfuscate=obfuscate, color=color,
-    ), on_ambiguous=_print_choices)
+    ), on_ambiguous=_print_choices, json_errors=json_out)
 
 
 def _report(*, target, json_out, json_file, html, html_path, config_file, mute, log_tree, job, take_all, obfuscate, color) -> None:
@@ -136,4 +143,7 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, mute, 
     from ..reports.terminal import render_terminal
 
     use_color = sys.stdout.isatty() if color is None else color
-    sys.stdout.write(render_terminal(report, color=use_color))
+    import shutil
+
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))  # the terminal's width ($COLUMNS honoured)
+    sys.stdout.write(render_terminal(report, color=use_color, width=width))

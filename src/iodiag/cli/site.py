@@ -10,6 +10,7 @@ import typer
 
 from ..errors import IodiagError
 from .app import app
+from .common import guarded
 
 site_app = typer.Typer(
     help="Site analysis: ingest a Darshan archive (YYYY/M/D tree) in parallel, then report what hurts the site.\n\n"
@@ -30,6 +31,7 @@ def _fail(exc: IodiagError) -> None:
 
 
 @site_app.command("ingest")
+@guarded
 def ingest_cmd(
     archive: Path = typer.Argument(..., help="root of the Darshan log tree (holds YYYY/M/D/ folders)"),
     out: Path = typer.Option(..., "--out", "-o", help="site dataset to create or update (a directory of parquet parts)"),
@@ -91,6 +93,7 @@ def ingest_cmd(
 
 
 @site_app.command("report")
+@guarded
 def report_cmd(
     dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest"),
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),

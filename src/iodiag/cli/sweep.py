@@ -9,19 +9,12 @@ from typing import Optional
 
 import typer
 
+from ..errors import UsageError
 from .app import app
-from .common import run_guarded
+from .common import guarded
 
 
-def _guarded(fn):
-    """IodiagError -> one line on stderr and its exit code (the CLI's convention)."""
-    import functools
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        run_guarded(lambda: fn(*args, **kwargs))
-
-    return wrapper
 
 sweep_app = typer.Typer(
     help="Parameter sweeps of iodiag workloads, here or on Slurm/LSF/PBS.\n\n"
@@ -76,7 +69,7 @@ def _progress(console):
 
 
 @sweep_app.command("plan")
-@_guarded
+@guarded
 def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = YesOpt, as_json: bool = JsonOpt,
              config: Optional[Path] = ConfigOpt) -> None:
     """Show the runs a spec makes (and their commands) without running anything."""
@@ -106,7 +99,7 @@ def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = Yes
 
 
 @sweep_app.command("run")
-@_guarded
+@guarded
 def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no-local",
                                                                help="run here, one after another (default)"),
             dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
@@ -134,7 +127,7 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
 
 
 @sweep_app.command("submit")
-@_guarded
+@guarded
 def submit_cmd(spec: Path = SpecArg,
                scheduler: str = typer.Option(..., "--scheduler", "-s", help="slurm, lsf or pbs"),
                dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
@@ -167,7 +160,7 @@ def submit_cmd(spec: Path = SpecArg,
 
 
 @sweep_app.command("collect")
-@_guarded
+@guarded
 def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
                 include_prepare: bool = typer.Option(False, "--prepare", help="include prepare steps"),
                 as_json: bool = JsonOpt) -> None:
@@ -185,7 +178,7 @@ def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
 
 
 @sweep_app.command("analyze")
-@_guarded
+@guarded
 def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collected or not)"),
                 axis: str = typer.Option("workers", "--axis", help="grid parameter to scale along"),
                 mode: str = typer.Option("strong", "--mode", help="strong or weak scaling"),
@@ -216,7 +209,12 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
                                                     out=sweep_dir / "scaling.png")
         if compare_by:
             summ = summarize(df, time_col=time_col, by=[c for c in (group, compare_by) if c in df.columns])
-            written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group, out=sweep_dir / "compare.png")
+            if compare_by not in df.columns:
+                raise UsageError(f"--compare-by {compare_by}: not a column of this sweep's results",
+                                 hint="columns: " + ", ".join(map(str, df.columns)))
+            written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group if group in df.columns else None,
+                                                    out=sweep_dir / "compare.png",
+                                                    title=f"{sweep_dir.name}: {res['time_col']} by {compare_by}")
     findings, diagnosed, scaling_notes = _scaling_findings(df) if mode == "weak" else ([], 0, [])
     res["notes"].extend(scaling_notes)
     if as_json:

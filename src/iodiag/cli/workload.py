@@ -13,18 +13,10 @@ import json
 import typer
 
 from .app import app
-from .common import run_guarded
+from .common import guarded
 
 
-def _guarded(fn):
-    """IodiagError -> one line on stderr and its exit code (the CLI's convention)."""
-    import functools
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        run_guarded(lambda: fn(*args, **kwargs))
-
-    return wrapper
 
 workload_app = typer.Typer(
     help="Synthetic data, NetCDF->Zarr conversion and read-pattern workloads.\n\n"
@@ -61,21 +53,21 @@ def _run(name: str, func: str, args: list[str]) -> None:
 
 
 @workload_app.command("gen", context_settings=_CTX, add_help_option=False)
-@_guarded
+@guarded
 def gen(ctx: typer.Context) -> None:
     """Write a synthetic climate (time,plev,lat,lon) or weak-scaling cube dataset (--help for options)."""
     _run("gen", "generate", ctx.args)
 
 
 @workload_app.command("convert", context_settings=_CTX, add_help_option=False)
-@_guarded
+@guarded
 def convert(ctx: typer.Context) -> None:
     """Convert NetCDF4/HDF5 to Zarr with xarray + Dask (--help for options)."""
     _run("convert", "convert", ctx.args)
 
 
 @workload_app.command("read", context_settings=_CTX, add_help_option=False)
-@_guarded
+@guarded
 def read(ctx: typer.Context) -> None:
     """Time the thesis' read patterns on a Zarr store or NetCDF4/HDF5 file (--help for options)."""
     _run("read", "read_patterns", ctx.args)

@@ -250,7 +250,8 @@ def find_job(ref: str, *, root: str | os.PathLike | None = None) -> JobRecord:
     """Resolve what a user typed to one job record.
 
     ``ref`` is ``last`` (the newest job), a full job id, a unique prefix of
-    one, or the path of a job folder (one holding ``job.json``).  ``root`` is
+    one, a job name given to ``iodiag run --name`` (the newest job of that name), or the path of a job
+    folder (one holding ``job.json``).  ``root`` is
     the store (default: :func:`store_root`).
 
     Raises ``InputNotFound`` when nothing matches (exit 3) and
@@ -265,14 +266,18 @@ def find_job(ref: str, *, root: str | os.PathLike | None = None) -> JobRecord:
     if ref == "last":
         jobs = list_jobs(root)
         if not jobs:
-            raise InputNotFound(f"no jobs in {base}", hint="run a workload first: iodiag run --darshan script.py")
+            raise InputNotFound(f"no jobs in {base}", hint="run a workload first: iodiag run script.py")
         return jobs[0]
     if ref and "/" not in ref and (base / ref / RECORD_NAME).is_file():
         return read_job(base / ref)
-    matches = [r for r in list_jobs(root) if r.id.startswith(ref)] if ref else []
+    jobs = list_jobs(root) if ref else []
+    matches = [r for r in jobs if r.id.startswith(ref)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
+        named = [r for r in jobs if r.data.get("name") == ref]  # `iodiag run --name NAME`: the newest of that name
+        if named:
+            return named[0]
         raise InputNotFound(f"no job {ref!r} in {base}", hint="list jobs with `iodiag jobs` (or use `last`)")
     ids = [r.id for r in matches]
     shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")

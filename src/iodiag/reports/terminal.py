@@ -83,8 +83,11 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     partial = ", ".join(j["partial_modules"]) or "none"
     con.print(f"  modules: {mods} · partial: ", end="")
     con.print(partial, style="bold red" if j["partial_modules"] else None)
-    if j.get("blind_spots"):
-        con.print("  not visible to this collector: " + "; ".join(j["blind_spots"]), style="dim")
+    if j.get("blind_spots"):  # one line: what the collector cannot see, in short; the details are in the JSON
+        short = [b.split(":")[0].split(" (")[0].strip() for b in j["blind_spots"]]
+        more = f" and {len(short) - 2} more" if len(short) > 2 else ""
+        con.print(f"  {j['collector']} collector cannot see {'; '.join(short[:2])}{more} (list: --json job.blind_spots)",
+                  style="dim")
     head = headline(report)
     if head:
         con.print()

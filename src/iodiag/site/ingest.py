@@ -148,12 +148,15 @@ def ingest_archive(
         raise UsageError(f"--workers {workers}: must be 0 (no Dask) or more")
     emit = progress or (lambda kind, n: None)
     t0 = time.perf_counter()
+    listings = [(d.rel, d.signature, len(d.entries)) for d in iter_dirs(archive)]
+    if not any(n for _, _, n in listings):  # before anything is written: an empty dataset helps no one
+        raise InputNotFound(f"{archive}: no Darshan logs found (*.darshan under YYYY/M/D/ folders)",
+                            hint="give the root of the site's Darshan log tree (the folder holding YYYY/)")
     store = SiteStore(out, archive)
     summary = IngestSummary(out=str(out), run=store.run)
 
-    # pass 1: cheap listing (names, sizes, mtimes) to size the progress bar and
+    # pass 1 (above): cheap listing (names, sizes, mtimes) to size the progress bar and
     # find what changed; only per-directory signatures are kept
-    listings = [(d.rel, d.signature, len(d.entries)) for d in iter_dirs(archive)]
     summary.logs_total = sum(n for _, _, n in listings)
     emit("total", summary.logs_total)
     changed, known = _plan(store, listings)

@@ -181,7 +181,8 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
             out[f"POSIX_MAX_{kind}_TIME_SIZE"] = sz
     if prefix == "POSIX":
         kind = is_write.astype("i1")
-        sw = np.r_[False, kind[1:] != kind[:-1]]
+        sw = np.zeros(len(kind), bool)  # (np.r_[False, ...] would be one element long for no operations)
+        sw[1:] = kind[1:] != kind[:-1]
         sw[_first_in_group(g)] = False
         out["POSIX_RW_SWITCHES"] = np.bincount(g[sw], minlength=ngroups).astype("i8")
         out["POSIX_FILE_NOT_ALIGNED"] = np.bincount(g[known & (off % FILE_ALIGNMENT != 0)], minlength=ngroups).astype("i8")

@@ -44,12 +44,16 @@ def plot_scaling(scal, *, axis: str, mode: str, out: Path) -> Path:
     return out
 
 
-def plot_compare(summary, *, by: str, group: str, out: Path) -> Path:
+def plot_compare(summary, *, by: str, group: str | None, out: Path, title: str | None = None) -> Path:
     """Bars of mean time (log scale, 95 % CI error bars) per `group` (e.g. pattern), one bar per `by`
-    value (e.g. format or label) — Zarr vs NetCDF4 for the read workload."""
+    value (e.g. format or label) — Zarr vs NetCDF4 for the read workload.  Without a `group` column (a
+    conversion sweep has no read pattern) there is one group of bars."""
     import numpy as np
 
     plt = _plt()
+    if group is None or group not in summary.columns:
+        summary = summary.assign(_all="all runs")
+        group = "_all"
     groups = list(dict.fromkeys(summary[group]))
     kinds = list(dict.fromkeys(summary[by]))
     width = 0.8 / max(len(kinds), 1)
@@ -64,7 +68,9 @@ def plot_compare(summary, *, by: str, group: str, out: Path) -> Path:
     ax.set_xticklabels(groups, rotation=20, fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("time (s), mean ± 95 % CI")
-    ax.legend(fontsize=7)
+    ax.set_xlabel("" if group == "_all" else group)
+    ax.set_title(title or f"mean time by {by}" + ("" if group == "_all" else f" per {group}"))
+    ax.legend(fontsize=7, title=by)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -1,0 +1,99 @@
+"""No command path ends in a traceback: bad and edge input give one line (path, cause, next step) and an exit code.
+
+Every subcommand is walked with a missing path, an empty folder and a damaged file; the newcomer cases of the
+first hour are checked on real jobs (an embedded-collector job that made no read or write, an ambiguous job-id
+prefix, a job name used as its id, --version, --json on an error).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import run_cli
+from iodiag.errors import IodiagError
+
+
+def _no_traceback(res) -> str:
+    err = res.stderr.decode(errors="replace")
+    assert "Traceback" not in err and "Traceback" not in res.stdout.decode(errors="replace"), err[-3000:]
+    return err
+
+
+@pytest.fixture()
+def bad_inputs(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    damaged = tmp_path / "damaged.darshan"
+    damaged.write_bytes(b"\x00garbage" * 100)
+    toml = tmp_path / "bad.toml"
+    toml.write_text("[sweep\nname=")
+    return {"missing": str(tmp_path / "nope"), "empty": str(empty), "damaged": str(damaged), "toml": str(toml),
+            "home": {"IODIAG_HOME": str(tmp_path / "store")}}
+
+
+COMMANDS = [
+    ("report", "{missing}"), ("report", "{empty}"), ("report", "{damaged}"), ("report", "{damaged}", "--json"),
+    ("report", "last"), ("report", "{missing}", "--config", "{toml}"), ("report", "{missing}", "--html"),
+    ("compare", "{missing}", "{damaged}"), ("compare", "{empty}", "{empty}", "--json"),
+    ("site", "ingest", "{missing}", "--out", "{empty}/x.parquet"), ("site", "ingest", "{empty}", "--out", "{empty}/s"),
+    ("site", "report", "{missing}"), ("site", "report", "{empty}"),
+    ("sweep", "plan", "{missing}"), ("sweep", "plan", "{toml}"), ("sweep", "collect", "{missing}"),
+    ("sweep", "collect", "{empty}"), ("sweep", "analyze", "{empty}"), ("sweep", "analyze", "{missing}"),
+    ("workload", "read", "--path", "{missing}"), ("workload", "read", "--path", "{damaged}"),
+    ("workload", "convert", "--src", "{damaged}", "--dst", "{empty}/o.zarr"),
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=[" ".join(c) for c in COMMANDS])
+def test_every_command_fails_in_one_line(argv, bad_inputs):
+    args = [a.format(**bad_inputs) for a in argv]
+    res = run_cli(*args, env=bad_inputs["home"], timeout=120)
+    err = _no_traceback(res)
+    assert res.returncode != 0, (args, err)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert lines and ("iodiag" in err or "Usage:" in err), (args, err)
+    if "--json" in args and res.returncode not in (2,):
+        out = json.loads(res.stdout)
+        assert out["schema"] == "iodiag.report/1" or "errors" in out
+        assert out["errors"]
+
+
+def _embedded_ok():
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except (ImportError, IodiagError) as exc:
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+
+
+def test_first_hour_cases(tmp_path):
+    _embedded_ok()
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    # a job whose only process makes no read or write (was: IndexError in the embedded reader)
+    run = run_cli("run", "--collector", "embedded", "--", sys.executable, "-c", "import sys; sys.exit(7)", env=home)
+    assert run.returncode == 7
+    rep = run_cli("report", "last", env=home)
+    _no_traceback(rep)
+    assert rep.returncode == 0 and b"iodiag report" in rep.stdout
+    # a job name is an id: the newest job of that name
+    run = run_cli("run", "--collector", "embedded", "--name", "era-bad", "--", sys.executable, "-c", "pass", env=home)
+    assert run.returncode == 0
+    named = run_cli("report", "era-bad", "--json", env=home)
+    assert named.returncode == 0, named.stderr.decode()
+    assert "era-bad" in json.loads(named.stdout)["job"]["id"]
+    # an ambiguous prefix lists the matching jobs (was: AttributeError)
+    amb = run_cli("report", "20", env=home)
+    err = _no_traceback(amb)
+    assert amb.returncode == 5 and err.count("\n  20") >= 2, err
+    # --version
+    ver = run_cli("--version")
+    assert ver.returncode == 0 and ver.stdout.decode().startswith("iodiag ")
+    # --json prints an errors object even when nothing could be read
+    miss = run_cli("report", str(tmp_path / "none.darshan"), "--json", env=home)
+    assert miss.returncode == 3
+    obj = json.loads(miss.stdout)
+    assert obj["schema"] == "iodiag.report/1" and obj["findings"] == [] and obj["errors"][0]["exit_code"] == 3

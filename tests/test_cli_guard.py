@@ -97,3 +97,16 @@ def test_first_hour_cases(tmp_path):
     assert miss.returncode == 3
     obj = json.loads(miss.stdout)
     assert obj["schema"] == "iodiag.report/1" and obj["findings"] == [] and obj["errors"][0]["exit_code"] == 3
+
+
+def test_html_of_a_killed_job(tmp_path):
+    """A job whose process was killed (a load issue without a module) renders its HTML page (was: UndefinedError)."""
+    _embedded_ok()
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    code = f"import os; open({str(tmp_path / 'x')!r}, 'w').write('x'); os.kill(os.getpid(), 9)"
+    run = run_cli("run", "--collector", "embedded", "--", sys.executable, "-c", code, env=home)
+    assert run.returncode == 137
+    page = tmp_path / "r.html"
+    rep = run_cli("report", "last", "--html-path", str(page), env=home)
+    _no_traceback(rep)
+    assert rep.returncode == 0 and "killed" in page.read_text()

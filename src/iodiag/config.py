@@ -71,6 +71,9 @@ class Access:
     alignment_share: float = 0.5  # misaligned share of ops
     shared_min_ranks: int = 4
     redundant_min_bytes: int = 1024 * 1024  # ignore re-reads of files smaller than this
+    # read-modify-write: POSIX reads of a file the layer above (MPI-IO) writes but reads at most this share of
+    rmw_upper_read_share: float = 0.01
+    rmw_min_bytes: int = 1024 * 1024  # ... once the file system was asked for at least this many bytes
     parallel_fs: tuple[str, ...] = ("lustre", "gpfs", "dvs", "beegfs", "panfs", "nfs", "cephfs", "wekafs")
 
 

@@ -25,6 +25,8 @@ FINDING_IDS = (
     "no-collective-io",
     "weak-scaling-loss",
     "no-io",
+    "read-modify-write",
+    "task-overhead",
 )
 
 

@@ -26,7 +26,7 @@ def diagnose(profile: JobProfile, config: Config | None = None) -> list[Finding]
 
 
 def _register() -> None:
-    from . import access, coverage, metadata, mpi, parallel, smallio, tasks
+    from . import access, coverage, layers, metadata, mpi, parallel, smallio, tasks
 
     DETECTORS.extend([
         coverage.detect_no_io,
@@ -37,6 +37,7 @@ def _register() -> None:
         access.detect_random_access,
         access.detect_misaligned,
         access.detect_redundant_read,
+        layers.detect_read_modify_write,
         coverage.detect_stdio_heavy,
         mpi.detect_shared_file_contention,
         mpi.detect_no_collective_io,

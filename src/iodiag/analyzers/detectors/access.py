@@ -16,6 +16,8 @@ from ...profile import JobProfile
 from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, metrics_of, module_sums, on_parallel_fs, ops_groups,
                        pcol)
 from ._common import file_cost, finding, pct, top_files
+from ..context import job_context
+from .layers import rmw_files
 
 
 def _per_file(profile: JobProfile, names: list[str], fidx, n) -> list[np.ndarray]:
@@ -153,6 +155,14 @@ def _may_reread(profile: JobProfile, cfg: Config) -> bool:
     return bool(((size > 0) & (br >= c.redundant_min_bytes) & (br / np.maximum(size, 1) >= c.redundant_factor)).any())
 
 
+def _share_advice(profile: JobProfile) -> str:
+    kind = job_context(profile).kind
+    return {"dask": "load it once and share it (client.scatter, or .persist() the loaded array) instead of "
+                    "re-reading it in every task",
+            "mpi": "read it on one rank and MPI_Bcast it, or cache it in memory instead of re-reading",
+            }.get(kind, "read it once and keep it in memory (a cache) instead of re-reading it")
+
+
 def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
     c = cfg.access
     if not _may_reread(profile, cfg):
@@ -164,6 +174,7 @@ def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
     br, size = fs["bytes_read"], fs["size_bytes"]
     factor = br / np.maximum(size, 1)
     hit = (size > 0) & (br >= c.redundant_min_bytes) & (factor >= c.redundant_factor)
+    hit &= ~rmw_files(profile, cfg)  # reads the MPI-IO layer made to patch its writes are read-modify-write
     if not hit.any():
         return []
     cost_f = fs["read_s"] * (1 - 1 / np.maximum(factor, 1)) * hit
@@ -174,6 +185,5 @@ def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
     who = f"by {int(m.file_ranks[i])} processes" if m.file_ranks[i] > 1 else "by one process"
     return [finding(cfg, profile, "redundant-read", f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
                     f"({ev['read_amplification']:.1f}x)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
-                    recommendation=f"the worst file is read {factor[i]:.1f} times over {who}: read it once and share it "
-                    "(MPI_Bcast / a Dask scatter / persist), or cache it in memory instead of re-reading",
+                    recommendation=f"the worst file is read {factor[i]:.1f} times over {who}: " + _share_advice(profile),
                     files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files))]

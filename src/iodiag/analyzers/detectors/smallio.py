@@ -17,6 +17,7 @@ from ...findings import Finding
 from ...profile import JobProfile
 from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist,
                        small_bucket_count)
+from ..context import job_context
 from ._common import file_cost, finding, pct, top_files, top_procs
 
 
@@ -88,12 +89,14 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     if pat:
         pat["dxt_complete"] = m.dxt_complete  # a partial trace is a sample: its counts are lower bounds
     ev.update(pat)
+    ev["_python"] = job_context(profile).python  # advice in the program's own terms (dropped from the evidence)
     procs = group_sum(np.clip(t["proc"][rows], 0, None), (sr + sw)[rows].astype("f8"), m.nprocs)
     top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
     if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
         ev["array_file"] = top[0]
     return [finding(cfg, profile, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
-                    **file_cost(profile, fids, cost_f * hit), evidence=ev, recommendation=_advice(ev, pat, n_small, c.buffer_bytes),
+                    **file_cost(profile, fids, cost_f * hit), evidence={k: v for k, v in ev.items() if k != "_python"},
+                    recommendation=_advice(ev, pat, n_small, c.buffer_bytes),
                     files=top, processes=top_procs(procs, cfg.report.top_processes))]
 
 
@@ -123,17 +126,21 @@ def _parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) -> Non
     if n["consec"] >= 0.2 * base and "consec" not in parts:
         gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({pct(1 - n['after'] / max(n['before'], 1))} "
                 "fewer)" if n.get("after") else "")
-        parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them (e.g. open(..., "
-                           f"buffering={buf}) or write whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
+        how = (f"open(..., buffering={buf})" if ev.get("_python") else f"a {fmt_bytes(buf)} buffer (setvbuf, or "
+               "gather the pieces in memory)")
+        parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them ({how}, or write "
+                           f"whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
     if n["strided"] >= 0.2 * base and "strided" not in parts:
         parts["strided"] = (f"{n['strided']:,} small ops step through the file at a constant {n['what']} of {n['stride']:,} B "
                             "(strided, not random): read the whole strided region in large blocks and slice in memory, "
                             f"or rechunk/relayout so the fields read together are contiguous; each {n['stride']:,} B step "
                             "now costs one request")
         if ev.get("array_file"):
+            how = ("request many steps at once (larger Dask chunks along that dimension, e.g. "
+                   "open_dataset(chunks={'time': 24}))" if ev.get("_python") else
+                   "read or write many steps per call (a larger hyperslab / start-count along that dimension)")
             parts["strided"] += (f"; {ev['array_file']} is NetCDF/HDF5: a {n['stride']:,} B step is one record/slab of the "
-                                 "variable, so each time step is read separately; request many steps at once (larger Dask "
-                                 "chunks along that dimension, e.g. open_dataset(chunks={'time': 24})) or rechunk the file "
+                                 f"variable, so each step is a separate request; {how} or rechunk the file "
                                  "(nccopy -c / h5repack -l)")
     if n.get("same", 0) >= 0.2 * base and "same" not in parts:
         parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again, typical "

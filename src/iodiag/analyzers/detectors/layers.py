@@ -1,0 +1,86 @@
+"""Traffic the application did not ask for: I/O libraries reading what they are about to write.
+
+``read-modify-write``: MPI-IO (ROMIO) data sieving on writes, and partial-block writes of libraries layered
+on it, read a file region, patch it in memory and write it back.  The fingerprint in Darshan's counters: a
+file the application writes through MPI-IO while reading (almost) nothing through MPI-IO, yet whose POSIX
+record reads many bytes.  With DXT, each such read is followed by a write of the same process at the same
+offset and length, which is counted as evidence.  The cost is the POSIX read time on those files.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...config import Config
+from ...findings import Finding
+from ...profile import OP, JobProfile
+from ..metrics import fmt_bytes, metrics_of, pcol
+from ._common import file_cost, finding, pct, top_files
+
+
+def rmw_files(profile: JobProfile, cfg: Config) -> np.ndarray:
+    """Mask over ``metrics.file_ids``: files whose POSIX reads the layer above did not request (written through
+    MPI-IO, read through MPI-IO at most ``rmw_upper_read_share`` of the POSIX bytes read)."""
+    m = metrics_of(profile)
+    mp = profile.module("MPI-IO")
+    out = np.zeros(len(m.file_ids), bool)
+    if mp is None or not len(m.file_ids):
+        return out
+    c = cfg.access
+    pos = np.searchsorted(m.file_ids, mp["file_id"])
+    ok = (pos < len(m.file_ids)) & (m.file_ids[np.minimum(pos, len(m.file_ids) - 1)] == mp["file_id"])
+    up_r = np.zeros(len(m.file_ids))
+    up_w = np.zeros(len(m.file_ids))
+    np.add.at(up_r, pos[ok], pcol(profile, "MPI-IO", "MPIIO_BYTES_READ", "f8")[ok])
+    np.add.at(up_w, pos[ok], pcol(profile, "MPI-IO", "MPIIO_BYTES_WRITTEN", "f8")[ok])
+    br = m.file_stats["bytes_read"]
+    return (up_w > 0) & (br >= c.rmw_min_bytes) & (up_r <= c.rmw_upper_read_share * br) & (m.file_stats["writes"] > 0)
+
+
+def _dxt_pairs(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
+    """(POSIX reads followed by a write of the same process, file, offset and length; POSIX reads) in DXT."""
+    o = profile.ops
+    sel = (o["module"] == 0) & (o["op"] <= OP["write"]) & np.isin(o["file_id"], fids)
+    if not sel.any():
+        return 0, 0
+    cols = [o[c][sel] for c in ("proc", "file_id", "offset", "length", "op", "start_s")]
+    k = np.lexsort((cols[5], cols[3], cols[2], cols[1], cols[0]))
+    pr, f, off, ln, op = (x[k] for x in cols[:5])
+    pair = (pr[1:] == pr[:-1]) & (f[1:] == f[:-1]) & (off[1:] == off[:-1]) & (ln[1:] == ln[:-1]) \
+        & (op[:-1] == OP["read"]) & (op[1:] == OP["write"])
+    return int(pair.sum()), int((op == OP["read"]).sum())
+
+
+def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
+    if profile.module("MPI-IO") is None:
+        return []
+    hit = rmw_files(profile, cfg)
+    if not hit.any():
+        return []
+    m = metrics_of(profile)
+    fs = m.file_stats
+    cost_f = fs["read_s"] * hit
+    br, bw = float(fs["bytes_read"][hit].sum()), float(fs["bytes_written"][hit].sum())
+    ev = {"files": int(hit.sum()), "posix_bytes_read": br, "posix_reads": int(fs["reads"][hit].sum()),
+          "posix_bytes_written": bw, "posix_read_s": float(cost_f.sum()),
+          "posix_read_share_of_posix_io_s": float(cost_f.sum() / max(m.total_io_s, 1e-12))}
+    mp = profile.module("MPI-IO")
+    upper = np.isin(mp["file_id"], m.file_ids[hit])
+    ev["mpiio_bytes_read"] = float(pcol(profile, "MPI-IO", "MPIIO_BYTES_READ", "f8")[upper].sum())
+    if len(profile.ops):
+        pairs, reads = _dxt_pairs(profile, m.file_ids[hit])
+        ev.update(dxt_reads_rewritten_same_extent=pairs, dxt_posix_reads=reads)
+    coll = float(pcol(profile, "MPI-IO", "MPIIO_COLL_WRITES", "f8")[upper].sum())
+    how = ("collective writes are used, so the aggregators sieve: align each rank's region to the stripe "
+           "(or set romio_ds_write=disable)" if coll else
+           "set romio_ds_write=disable (ROMIO_HINTS file or MPI_Info), or write collectively "
+           "(MPI_File_write_all / H5FD_MPIO_COLLECTIVE) so aggregators write whole stripes")
+    pair_txt = (f"; {pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
+                "are rewritten at the same offset and length" if ev.get("dxt_posix_reads") else "")
+    return [finding(cfg, profile, "read-modify-write",
+                    f"{fmt_bytes(br)} read back from {int(hit.sum())} file(s) the program only writes "
+                    f"(MPI-IO read {fmt_bytes(ev['mpiio_bytes_read'])}){pair_txt}",
+                    **file_cost(profile, m.file_ids, cost_f), evidence=ev,
+                    recommendation=f"the MPI-IO layer reads regions before writing them (data sieving / partial "
+                    f"blocks): {how}",
+                    files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files))]

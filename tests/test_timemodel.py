@@ -157,5 +157,7 @@ def test_thousand_processes_opening_one_shared_file_is_not_a_storm(tmp_path):
             assert f.severity in ("info", "low"), f
         if f.est_cost_s is not None:
             assert f.est_cost_s <= tm.io_wall_s + 1e-9
-    # the critical path is one process's I/O, far below the summed process-seconds
-    assert tm.io_wall_s < tm.io_process_s / 50
+    # each child waits for its own open only: a typical process's I/O is a tiny part of the summed seconds,
+    # and the critical path (the busiest process, here the parent with its imports) is below that sum
+    assert float(np.median(tm.proc_io_s)) * 100 < tm.io_process_s
+    assert tm.io_wall_s <= tm.io_process_s

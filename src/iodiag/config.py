@@ -87,6 +87,14 @@ class Severity:
 
 
 @dataclass(frozen=True)
+class Tasks:
+    min_tasks: int = 200  # task-overhead: tasks of a job before their overhead is judged ...
+    short_task_s: float = 0.1  # ... with a median task shorter than this ...
+    between_share: float = 0.2  # ... and worker threads idle between tasks for at least this share of their time
+    target_chunk_bytes: int = 100 * 1024 * 1024  # recommended bytes per chunk (Dask's guidance: ~100 MB)
+
+
+@dataclass(frozen=True)
 class Report:
     mute: tuple[str, ...] = ()
     top_files: int = 5
@@ -126,6 +134,7 @@ class Config:
     stragglers: Stragglers = field(default_factory=Stragglers)
     access: Access = field(default_factory=Access)
     severity: Severity = field(default_factory=Severity)
+    tasks: Tasks = field(default_factory=Tasks)
     report: Report = field(default_factory=Report)
     reader: Reader = field(default_factory=Reader)
     site: Site = field(default_factory=Site)

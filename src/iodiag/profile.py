@@ -215,6 +215,7 @@ class JobInfo:
     programs: list[ProgramInfo] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
     blind_spots: list[str] = field(default_factory=list)  # what the collector cannot see
+    arrays: list[dict] = field(default_factory=list)  # Zarr arrays the job touched (readers/arrays.py), when readable
 
 
 def _empty(columns: Mapping[str, str]) -> Table:

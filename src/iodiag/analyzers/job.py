@@ -108,6 +108,10 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
                                        "only the Dask task stream is known")
 
     profile.tasks = load_tasks(folder / "dask")
+    if len(profile.files):
+        from .readers.arrays import read_array_meta
+
+        profile.job.arrays = read_array_meta(profile.files["path"].tolist())
     info = profile.job
     info.job_id = record.id
     info.collector = collector

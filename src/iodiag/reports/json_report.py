@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..analyzers.summary import Summary, as_dict, summarize
+from ..analyzers.tasktime import dask_time_of
 from ..analyzers.timemodel import time_summary
 from ..findings import Finding
 from ..profile import JobProfile
@@ -59,13 +60,21 @@ def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: S
         "job": job_dict(profile),
         "volumes": s.volumes,
         "io_time_s": round(s.io_time_s, 6),
-        "time": time_summary(profile, [f.est_cost_s for f in findings]),
+        "time": _time(profile, findings),
         "modules": [as_dict(m) for m in s.modules],
         "top_files": [as_dict(f) for f in s.top_files],
         "process_spread": as_dict(s.spread) if s.spread else None,
         "findings": [f.to_dict() for f in findings],
         "errors": [i.to_dict() for i in profile.issues_seen],
     }
+
+
+def _time(profile: JobProfile, findings: Sequence[Finding]) -> dict[str, Any]:
+    t = time_summary(profile, [f.est_cost_s for f in findings])
+    dt = dask_time_of(profile) if len(profile.tasks) else None
+    if dt is not None:
+        t["dask"] = dt.to_dict()
+    return t
 
 
 def _default(o: Any) -> Any:

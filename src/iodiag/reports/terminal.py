@@ -46,6 +46,18 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %" if x >= 0.1 else (f"{100 * x:.1f} %" if x >= 0.001 else f"{100 * x:.2g} %")
 
 
+def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 30) -> str:
+    """One worker's run as a bar: # in tasks' I/O, = computing, . idle (between and around its tasks)."""
+    cap = max(w["threads"] * dask["run_s"], 1e-9)
+    io = min(w.get("io_s", 0.0), w["busy_s"])
+    n_io = round(width * io / cap)
+    n_busy = max(round(width * w["busy_s"] / cap) - n_io, 0)
+    bar = "#" * n_io + "=" * n_busy
+    bar += "." * (width - len(bar))
+    return (f"worker pid {w['pid']} [{bar}] {w['tasks']:,} tasks, {100 * w['busy_s'] / cap:.0f} % busy "
+            f"({100 * io / cap:.0f} % I/O)")
+
+
 def headline(report: dict[str, Any]) -> str | None:
     """One line: the run time, how much of it is I/O, and how much of it the findings explain."""
     t = report.get("time")
@@ -92,6 +104,11 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     if head:
         con.print()
         con.print(head, style="bold")
+    dask = (report.get("time") or {}).get("dask")
+    if dask:
+        con.print(dask["headline"], style="bold")
+        for w in dask.get("per_worker", [])[:8]:
+            con.print(f"  {_bar(w, dask)}", style="dim", markup=False)
     con.print()
     con.print(
         f"  read {human_bytes(v['bytes_read'])} in {human_count(v['reads'])} ops · written {human_bytes(v['bytes_written'])} in {human_count(v['writes'])} ops"

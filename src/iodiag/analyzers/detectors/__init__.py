@@ -45,6 +45,7 @@ def _register() -> None:
         parallel.detect_straggler_process,
         parallel.detect_inactive_ranks,
         tasks.detect_straggler_task,
+        tasks.detect_task_overhead,
     ])
 
 

@@ -66,10 +66,20 @@ def top_files(profile: JobProfile, file_ids: np.ndarray, weights: np.ndarray, k:
             w = np.bincount(inv, weights=np.asarray(weights, "f8"), minlength=len(uniq))
             keep = np.argsort(first, kind="stable")  # ties stay in the order the ids came
             file_ids, weights = uniq[keep], w[keep]
-    order = np.argsort(-weights, kind="stable")[:k]
+    order = np.argsort(-weights, kind="stable")[: k + 8]
     order = order[weights[order] > 0]
     ids = file_ids[order]
-    return [p if p is not None else f"<unnamed {int(f):016x}>" for f, p in zip(ids.tolist(), paths_of_ids(profile, ids))]
+    named = [p if p is not None else f"<unnamed {int(f):016x}>" for f, p in zip(ids.tolist(), paths_of_ids(profile, ids))]
+    return [p for p in named if not _tool_file(p)][:k]
+
+
+# files of the tools around the workload, not of the workload: Dask's scratch space and worker folders, the
+# performance report Dask writes at client close (iodiag's own job folder is excluded by the collectors)
+_TOOL_PARTS = ("/dask-scratch-space", "/dask-worker-space", "/dask-performance-report")
+
+
+def _tool_file(path: str) -> bool:
+    return any(part in path for part in _TOOL_PARTS)
 
 
 def top_procs(weights: np.ndarray, k: int) -> list[int]:

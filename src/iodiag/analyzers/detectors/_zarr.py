@@ -64,6 +64,24 @@ def merge_plan(grid: list[int], mean_bytes: float, target: float) -> tuple[list[
     return factors, mean_bytes * k, files
 
 
+def rechunk_plan(shape: list[int], chunks: list[int], itemsize: int, target: float) -> list[int]:
+    """Chunks of about ``target`` bytes: grow the innermost dimensions to their full extent first (C order keeps
+    each chunk contiguous), then the next one outwards by the factor still missing, rounded to an even split."""
+    new = list(chunks)
+    for d in range(len(shape) - 1, -1, -1):
+        size = math.prod(new) * itemsize
+        if size >= target:
+            break
+        want = max(int(target // max(math.prod(new[:d] + new[d + 1:]) * itemsize, 1)), 1)
+        if want >= shape[d]:
+            new[d] = shape[d]
+        else:
+            parts = math.ceil(shape[d] / max(want, 1))
+            new[d] = max(math.ceil(shape[d] / parts), chunks[d])
+            break
+    return new
+
+
 _PY = re.compile(r"(\.pyc?|\.so(\.[\d.]+)?|/site-packages/.*|/lib/python[\d.]+/.*)$")
 _LIB_PY = re.compile(r"/lib/python[\d.]+/")
 _SO = re.compile(r"\.so(\.[\d.]+)?$")

@@ -6,17 +6,24 @@ start_s, end_s; one row per task phase).  A task's duration is its
 are the tasks with the same prefix (same function), judged with median/MAD.
 The cost is the straggler's excess over the median; its share is taken of the
 task stream's makespan, since that is the wall time the graph waits.
+
+task-overhead: many short tasks, whose worker threads wait between tasks for a large share of their time
+(analyzers/tasktime.py); the advice is a chunk shape of ~100 MB computed from the arrays' own metadata.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import robust_z
+from ..metrics import fmt_bytes, robust_z
+from ..tasktime import dask_time_of
 from ._common import finding
+from ._zarr import rechunk_plan
 
 
 def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
@@ -57,3 +64,40 @@ def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
             recommendation=f"task {keys[worst]} took {dur[worst]:.2f} s against a median of {med:.2f} s ({where}); "
             "split its input into smaller chunks so no single task dominates, and let work stealing rebalance"))
     return out
+
+
+def detect_task_overhead(profile: JobProfile, cfg: Config) -> list[Finding]:
+    """Many short tasks: the worker threads spend more time between tasks than in them."""
+    c = cfg.tasks
+    dt = dask_time_of(profile) if len(profile.tasks) else None
+    if dt is None or dt.tasks < c.min_tasks or dt.task_median_s >= c.short_task_s:
+        return []
+    between = dt.share("between_tasks")
+    if between < c.between_share:
+        return []
+    wall = dt.split_s["between_tasks"] / max(dt.threads, 1)  # what an average thread waited between tasks
+    ev = {"tasks": dt.tasks, "task_median_s": dt.task_median_s, "worker_threads": dt.threads,
+          "between_tasks_share_of_thread_time": between, "task_compute_share": dt.share("task_compute"),
+          "task_io_share": dt.share("task_io"), "between_tasks_thread_s": dt.split_s["between_tasks"]}
+    arrays = [a for a in profile.job.arrays if a["nchunks"] > 1]
+    if arrays:
+        a = arrays[0]
+        # ~target bytes per chunk, but at least two chunks per worker thread so every thread keeps working
+        total = math.prod(a["shape"]) * a["itemsize"]
+        target = min(c.target_chunk_bytes, max(total / (2 * max(dt.threads, 1)), a["chunk_bytes"]))
+        new = rechunk_plan(a["shape"], a["chunks"], a["itemsize"], target)
+        dims = a["dims"] or [f"dim_{i}" for i in range(len(new))]
+        change = {d: n for d, n, o in zip(dims, new, a["chunks"]) if n != o}
+        size = math.prod(new) * a["itemsize"]
+        ev.update(array=a["path"], array_shape=a["shape"], chunks_now=a["chunks"], chunk_bytes_now=a["chunk_bytes"],
+                  chunks_recommended=new, chunk_bytes_recommended=size)
+        rec = (f"{a['path'].rsplit('/', 1)[-1]} {tuple(a['shape'])} is cut into {a['nchunks']:,} chunks of "
+               f"{fmt_bytes(a['chunk_bytes'])}: use chunks of ~{fmt_bytes(size)}, e.g. chunks={change} "
+               f"(xarray: ds.chunk({change}) before to_zarr, or open_dataset(..., chunks={change})), "
+               f"~{math.prod(-(-s // n) for s, n in zip(a['shape'], new)):,} tasks instead of {dt.tasks:,}")
+    else:
+        rec = (f"{dt.tasks:,} tasks of median {dt.task_median_s * 1000:.1f} ms: use fewer, larger chunks "
+               f"(~{fmt_bytes(c.target_chunk_bytes)} each) so each task does enough work to outweigh its scheduling")
+    return [finding(cfg, profile, "task-overhead", f"{dt.tasks:,} short tasks (median {dt.task_median_s * 1000:.1f} ms):"
+                    f" worker threads wait between tasks {100 * between:.0f} % of their time", wall_s=wall,
+                    evidence=ev, recommendation=rec)]

@@ -1,0 +1,209 @@
+"""Where a Dask job's wall time goes: each worker thread's run split into task compute, I/O inside tasks,
+gaps between tasks, and the time before its first and after its last task; operations joined to tasks.
+
+The task stream (``tasks`` table, phase ``compute``) says when each task ran on which worker thread; the
+operation trace (``ops``) says when each process did I/O.  An operation of a worker process that falls inside a
+compute interval of a task of that process belongs to that task.  The collectors record the OS thread id of
+each operation while Dask reports Python's thread ident (``threading.get_ident()``, which is
+``pthread_self()``; the OS id is ``threading.get_native_id()``, ``gettid()``), so the join is by process and
+time window: exact when a worker runs one task at a time (one thread), and *ambiguous* when several tasks of
+that worker overlap the operation in time (the share of such I/O is reported).  I/O of a worker process outside
+every task (Zarr 3 / fsspec I/O threads after a task ended, spilling, imports) is reported as such.
+
+Shares are of *thread time*: every worker thread is available for the whole run, so the parts add up to
+``threads x run_s``.  Transfer and spilling run on the worker's event loop, beside its threads: they are given
+in wall seconds, not as shares.  Computed once per profile (``dask_time_of``), read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..profile import OP, JobProfile
+from .metrics import median, memo
+
+
+@dataclass(frozen=True)
+class DaskTime:
+    run_s: float
+    tasks: int
+    task_median_s: float
+    workers: int
+    threads: int
+    split_s: dict[str, float]  # thread-seconds: task_compute, task_io, between_tasks, before_first, after_last
+    transfer_s: float  # wall seconds any worker spent receiving data for tasks
+    spill_s: float  # wall seconds in disk-read/disk-write (spilling)
+    io_in_tasks_s: float  # I/O seconds joined to a task
+    io_outside_tasks_s: float  # I/O seconds of worker processes outside every task
+    ambiguous_io_share: float  # share of the in-task I/O seconds that overlap several tasks of the process
+    per_worker: list[dict] = field(default_factory=list)
+    prefixes: list[dict] = field(default_factory=list)
+    task_io_s: dict = field(default_factory=dict)  # task key -> I/O seconds joined to it
+    task_bytes: dict = field(default_factory=dict)  # task key -> bytes read + written by it
+
+    def share(self, key: str) -> float:
+        cap = self.threads * self.run_s
+        return float(self.split_s.get(key, 0.0) / cap) if cap > 0 else 0.0
+
+    @property
+    def headline(self) -> str:
+        pct = lambda k: f"{100 * self.share(k):.0f} %"  # noqa: E731
+        around = self.share("before_first") + self.share("after_last")
+        med = self.task_median_s
+        med_txt = f"{med * 1000:.0f} ms" if med < 1 else f"{med:.1f} s"
+        return (f"{self.run_s:.1f} s run on {self.threads} worker thread{'s' if self.threads != 1 else ''}: "
+                f"{pct('task_io')} in tasks' I/O, {pct('task_compute')} compute, {pct('between_tasks')} between "
+                f"tasks, {100 * around:.0f} % before the first and after the last task "
+                f"({self.tasks:,} tasks, median {med_txt})")
+
+    def to_dict(self) -> dict:
+        r = lambda x: round(float(x), 6)  # noqa: E731
+        return {"tasks": self.tasks, "task_median_s": r(self.task_median_s), "workers": self.workers,
+                "threads": self.threads, "run_s": r(self.run_s), "split_s": {k: r(v) for k, v in self.split_s.items()},
+                "split_share": {k: r(self.share(k)) for k in self.split_s},
+                "transfer_s": r(self.transfer_s), "spill_s": r(self.spill_s), "io_in_tasks_s": r(self.io_in_tasks_s),
+                "io_outside_tasks_s": r(self.io_outside_tasks_s), "ambiguous_io_share": r(self.ambiguous_io_share),
+                "join": "process and time window (OS thread ids of operations are not Dask's thread idents)",
+                "per_worker": self.per_worker, "prefixes": self.prefixes[:20], "headline": self.headline}
+
+
+def _union_len(start: np.ndarray, end: np.ndarray) -> float:
+    if not len(start):
+        return 0.0
+    o = np.argsort(start, kind="stable")
+    s, e = start[o], np.maximum(end[o], start[o])
+    cm = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > cm[:-1]
+    run = np.cumsum(new) - 1
+    ends = np.zeros(int(run[-1]) + 1)
+    np.maximum.at(ends, run, cm)
+    return float((ends - s[new]).sum())
+
+
+def _join(ops_pid, ops_start, t_pid, t_start, t_end) -> tuple[np.ndarray, np.ndarray]:
+    """For each op: the index of a compute interval of its pid that contains its start (-1: none), and how many
+    intervals of that pid contain it (for ambiguity)."""
+    task = np.full(len(ops_pid), -1, "i8")
+    active = np.zeros(len(ops_pid), "i8")
+    for pid in np.unique(t_pid):
+        sel_t = np.flatnonzero(t_pid == pid)
+        sel_o = np.flatnonzero(ops_pid == pid)
+        if not len(sel_o):
+            continue
+        order = sel_t[np.argsort(t_start[sel_t], kind="stable")]
+        st, en = t_start[order], t_end[order]
+        s = ops_start[sel_o]
+        active[sel_o] = np.searchsorted(st, s, "right") - np.searchsorted(np.sort(en), s, "left")
+        idx = np.searchsorted(st, s, "right") - 1
+        ok = (idx >= 0) & (en[np.maximum(idx, 0)] >= s)
+        task[sel_o[ok]] = order[idx[ok]]
+    return task, active
+
+
+def _compute(profile: JobProfile) -> DaskTime | None:
+    t = profile.tasks
+    if not len(t):
+        return None
+    phase = t["phase"].astype(str)
+    comp = phase == "compute"
+    if not comp.any():
+        return None
+    job = profile.job
+    t0 = job.start_s if job.start_s else float(t["start_s"].min())
+    t1 = job.end_s if job.end_s and job.end_s > t0 else float(t["end_s"].max())
+    run_s = max(t1 - t0, float(t["end_s"].max() - t["start_s"].min()), 1e-9)
+    cs, ce = t["start_s"][comp], t["end_s"][comp]
+    dur = np.maximum(ce - cs, 0.0)
+    worker = t["worker"][comp].astype(str)
+    thread = t["thread"][comp]
+    pid = t["pid"][comp]
+    prefix = t["prefix"][comp].astype(str)
+    lanes = sorted({(w, int(th)) for w, th in zip(worker.tolist(), thread.tolist())})
+    busy = first = last = 0.0
+    per_worker: dict[str, dict] = {}
+    for w, th in lanes:
+        sel = (worker == w) & (thread == th)
+        b = _union_len(cs[sel], ce[sel])
+        busy += b
+        first += max(float(cs[sel].min()) - t0, 0.0)
+        last += max(t1 - float(ce[sel].max()), 0.0)
+        pw = per_worker.setdefault(w, {"worker": w, "pid": int(pid[sel][0]), "threads": 0, "tasks": 0, "busy_s": 0.0,
+                                       "io_s": 0.0})
+        pw["threads"] += 1
+        pw["tasks"] += int(sel.sum())
+        pw["busy_s"] += b
+    nthreads = len(lanes)
+    # I/O joined to tasks: worker processes' operations by pid and time window
+    o = profile.ops
+    pr = profile.processes
+    io_in = io_out = amb = 0.0
+    task_io: dict = {}
+    task_bytes: dict = {}
+    pref_io = np.zeros(0)
+    pref_bytes = np.zeros(0)
+    pref_ops = np.zeros(0)
+    uniq_prefix, pidx = np.unique(prefix, return_inverse=True)
+    pref_io = np.zeros(len(uniq_prefix))
+    pref_bytes = np.zeros(len(uniq_prefix))
+    pref_ops = np.zeros(len(uniq_prefix))
+    if len(o) and len(pr):
+        proc_pid = np.full(int(pr["proc"].max()) + 1, -1, "i8")
+        proc_pid[pr["proc"]] = pr["pid"]
+        opid = proc_pid[np.clip(o["proc"], 0, len(proc_pid) - 1)]
+        on_worker = np.isin(opid, np.unique(pid[pid >= 0]))
+        if on_worker.any():
+            ow = np.flatnonzero(on_worker)
+            odur = np.maximum(o["end_s"][ow] - o["start_s"][ow], 0.0)
+            task, active = _join(opid[ow], o["start_s"][ow], pid, cs, ce)
+            inside = active > 0
+            io_in = float(odur[inside].sum())
+            io_out = float(odur[~inside].sum())
+            amb = float(odur[active > 1].sum())
+            hit = task >= 0
+            rw = o["op"][ow] <= OP["write"]
+            np.add.at(pref_io, pidx[task[hit]], odur[hit])
+            np.add.at(pref_bytes, pidx[task[hit & rw]], o["length"][ow][hit & rw].astype("f8"))
+            np.add.at(pref_ops, pidx[task[hit]], 1)
+            keys = t["key"][comp].astype(str)
+            kio = np.zeros(len(cs))
+            kby = np.zeros(len(cs))
+            np.add.at(kio, task[hit], odur[hit])
+            np.add.at(kby, task[hit & rw], o["length"][ow][hit & rw].astype("f8"))
+            nz = np.flatnonzero(kio > 0)
+            task_io = dict(zip(keys[nz].tolist(), kio[nz].tolist()))
+            task_bytes = dict(zip(keys[nz].tolist(), kby[nz].tolist()))
+            for w, pw in per_worker.items():
+                pw["io_s"] = round(float(odur[inside & (opid[ow] == pw["pid"])].sum()), 6)
+    io_in = min(io_in, busy)
+    split = {"task_compute": busy - io_in, "task_io": io_in,
+             "between_tasks": max(nthreads * run_s - busy - first - last, 0.0),
+             "before_first": first, "after_last": last}
+    wall = lambda p: _union_len(t["start_s"][phase == p], t["end_s"][phase == p])  # noqa: E731
+    spill = _union_len(t["start_s"][np.isin(phase, ("disk-read", "disk-write"))],
+                       t["end_s"][np.isin(phase, ("disk-read", "disk-write"))])
+    prefixes = []
+    for i, name in enumerate(uniq_prefix.tolist()):
+        d = dur[pidx == i]
+        prefixes.append({"prefix": name, "tasks": int(len(d)), "total_s": round(float(d.sum()), 6),
+                         "median_s": round(median(d), 6), "max_s": round(float(d.max()), 6),
+                         "io_s": round(float(pref_io[i]), 6), "bytes": int(pref_bytes[i]), "ops": int(pref_ops[i]),
+                         "io_share_of_task_time": round(float(pref_io[i] / d.sum()), 6) if d.sum() > 0 else 0.0})
+    prefixes.sort(key=lambda p: -p["total_s"])
+    for pw in per_worker.values():
+        pw["busy_s"] = round(pw["busy_s"], 6)
+    return DaskTime(run_s=run_s, tasks=int(len(np.unique(t["key"][comp].astype(str)))), task_median_s=median(dur),
+                    workers=len(per_worker), threads=nthreads, split_s=split, transfer_s=wall("transfer"),
+                    spill_s=spill, io_in_tasks_s=io_in, io_outside_tasks_s=io_out,
+                    ambiguous_io_share=amb / io_in if io_in > 0 else 0.0, per_worker=list(per_worker.values()),
+                    prefixes=prefixes, task_io_s=task_io, task_bytes=task_bytes)
+
+
+def dask_time_of(profile: JobProfile) -> DaskTime | None:
+    """The job's Dask time split (None without a task stream), computed once per profile."""
+    d = memo(profile)
+    if "dasktime" not in d:
+        d["dasktime"] = _compute(profile)
+    return d["dasktime"]

@@ -50,6 +50,23 @@ _counter = itertools.count()
 _lock = threading.Lock()
 
 
+def _scheduler_delay(dask_worker=None):
+    """Run on a worker: the offset it adds to the task times it reports (0 when unknown)."""
+    return float(getattr(dask_worker, "scheduler_delay", 0.0) or 0.0)
+
+
+def _by_value(fn):
+    """This module is loaded as a client preload by file path (module ``dask_capture``), which workers cannot
+    import: functions sent to them are pickled by value."""
+    try:
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(sys.modules[fn.__module__])
+    except Exception:  # noqa: BLE001 - an old cloudpickle: the call fails and is recorded as an error
+        pass
+    return fn
+
+
 def _out_dir():
     return os.environ.get(OUT_VAR)
 
@@ -152,6 +169,23 @@ class Capture:
                 for addr, val in (res or {}).items():
                     if addr in self.workers and not isinstance(val, BaseException):
                         self.workers[addr][field] = val
+        # each worker adds its estimate of the scheduler's clock offset to the task times it reports
+        # (Worker.scheduler_delay): keep it so the reader can put task times back on the worker's own clock,
+        # the clock its processes' I/O was recorded on (seen 1-6 ms on one host: longer than a small task)
+        live = [a for a, r in self.workers.items() if not r.get("gone")]
+        if live:
+            try:
+                delays = await self.client._run(_by_value(_scheduler_delay), workers=live, on_error="return")
+            except TypeError:  # older distributed without on_error
+                delays = await self.client._run(_by_value(_scheduler_delay), workers=live)
+            except Exception as exc:  # noqa: BLE001 - a worker died meanwhile
+                self.errors.append(f"worker scheduler_delay: {exc!r}")
+                delays = {}
+            for addr, val in (delays or {}).items():
+                if addr in self.workers and isinstance(val, (int, float)):
+                    if self.workers[addr].get("scheduler_delay") != val:
+                        changed = True
+                    self.workers[addr]["scheduler_delay"] = float(val)
         if changed:
             self.write_workers()
         recs = await sched.get_task_stream(start_index=self.cursor)

@@ -26,10 +26,27 @@ from ._common import finding
 from ._zarr import rechunk_plan
 
 
+def _cause(dt, key: str, peers, dur: float, ev: dict) -> str | None:
+    """The straggler's own numbers against its peers: I/O seconds and bytes joined to it (tasktime.py)."""
+    if dt is None or dt.io_in_tasks_s + dt.io_outside_tasks_s <= 0:
+        return None  # no operation of a worker was recorded: nothing to tell I/O from compute
+    io = float(dt.task_io_s.get(key, 0.0))
+    b = float(dt.task_bytes.get(key, 0.0))
+    pio = np.array([dt.task_io_s.get(k, 0.0) for k in peers.tolist()])
+    pb = np.array([dt.task_bytes.get(k, 0.0) for k in peers.tolist()])
+    mio, mb = float(np.median(pio)), float(np.median(pb))
+    ev.update(slowest_task_io_s=io, slowest_task_bytes=b, peers_median_io_s=mio, peers_median_bytes=mb)
+    if io >= 0.5 * dur:
+        more = f", {b / mb:.1f}x the bytes of a typical peer" if mb > 0 and b > 1.5 * mb else ""
+        return f"I/O-bound: {io:.2f} s of its {dur:.2f} s in I/O against {mio:.3f} s for a typical peer{more}"
+    return f"not I/O-bound: {io:.3f} s of its {dur:.2f} s in I/O (peers {mio:.3f} s), so compute or waiting made it slow"
+
+
 def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
     t, c = profile.tasks, cfg.stragglers
     if not len(t):
         return []
+    dt = dask_time_of(profile) if len(profile.ops) else None
     phase = t["phase"].astype(str)
     rows = phase == "compute" if (phase == "compute").any() else np.ones(len(t), bool)
     keys, fi, kidx = np.unique(t["key"][rows].astype(str), return_index=True, return_inverse=True)
@@ -57,6 +74,9 @@ def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
         where = (f"all {len(idx)} on worker {workers[0]}: check that worker's host/disk/memory (spilling)"
                  if len(workers) == 1 and len(idx) > 1 else
                  "spread over workers, so the data is the likely cause: look for an oversized or remote chunk")
+        cause = _cause(dt, keys[worst], keys[sel], dur[worst], ev)
+        if cause:
+            where = cause
         out.append(finding(
             cfg, profile, "straggler-task", f"{len(idx)} '{p}' task(s) run far longer than their {len(sel)} peers "
             f"(slowest {dur[worst]:.2f} s vs median {med:.2f} s)", wall_s=float(dur[worst] - med),

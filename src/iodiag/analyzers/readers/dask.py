@@ -61,6 +61,8 @@ def load_tasks(dask_dir: str | Path) -> Table:
     dask_dir = Path(dask_dir)
     if not dask_dir.is_dir():
         return empty_table("tasks")
+    # times are as Dask reports them: compute/transfer include the worker's estimate of the scheduler's clock
+    # offset (recorded by the capture as scheduler_delay); analyzers/tasktime.py aligns them with the I/O
     pids = {addr: int(w["pid"]) for addr, w in load_workers(dask_dir).items() if isinstance(w.get("pid"), int)}
     cols: dict[str, list] = {name: [] for name in TASK_COLUMNS}
     seen: set[tuple] = set()

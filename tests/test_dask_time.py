@@ -1,0 +1,115 @@
+"""Where a Dask job's wall time goes, on real `distributed` runs recorded by the embedded collector.
+
+A NetCDF -> Zarr conversion cut into thousands of one-step chunks spends its worker threads between tasks:
+task-overhead comes first with a chunk shape computed from the Zarr array's own metadata; running the same
+conversion with that chunk shape removes the finding. Tasks that write known bytes are checked against the
+join of operations to tasks; a task slowed by I/O and one slowed by compute are told apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import pytest
+
+from conftest import run_cli
+from iodiag.analyzers.detectors import diagnose
+from iodiag.analyzers.job import load_job_record
+from iodiag.analyzers.tasktime import dask_time_of
+from iodiag.config import Config
+from iodiag.errors import IodiagError
+from iodiag.jobs.store import find_job
+
+pytest.importorskip("distributed")
+pytest.importorskip("xarray")
+
+
+def _embedded_ok():
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except (ImportError, IodiagError) as exc:
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+
+
+def _run(tmp_path, name, *args):
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    r = run_cli("run", "--collector", "embedded", "--no-dask-report", "--name", name, "--", sys.executable, *args,
+                env=home, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    return load_job_record(find_job(name, root=tmp_path / "store"))
+
+
+def test_one_step_chunks_get_task_overhead_and_its_chunk_advice_removes_it(tmp_path):
+    _embedded_ok()
+    src = tmp_path / "ta.nc"
+    g = run_cli("workload", "gen", "--out", str(src), "--time", "120", "--plev", "10", "--lat", "45", "--lon", "90")
+    assert g.returncode == 0, g.stderr.decode()
+    conv = ["-m", "iodiag.workloads.convert", "--src", str(src), "--workers", "2", "--threads", "1"]
+    tiny = _run(tmp_path, "tiny", *conv, "--dst", str(tmp_path / "a.zarr"), "--chunks", "1,1,45,90")
+    findings = diagnose(tiny)
+    top = max((f for f in findings if f.est_cost_s), key=lambda f: f.est_cost_s)
+    assert top.id == "task-overhead", [(f.id, f.est_cost_s) for f in findings]
+    ev = top.evidence
+    assert ev["chunks_now"] == [1, 1, 45, 90] and ev["array_shape"] == [120, 10, 45, 90]
+    assert "chunks={" in top.recommendation and "'time'" in top.recommendation
+    dt = dask_time_of(tiny)
+    assert dt.tasks >= 1200 and dt.share("between_tasks") >= 0.2
+    parts = dt.split_s
+    assert sum(parts.values()) == pytest.approx(dt.threads * dt.run_s, rel=1e-6)
+    # the conversion's bytes are joined to its store tasks
+    store = next(p for p in dt.prefixes if p["prefix"].startswith("store"))
+    assert store["bytes"] >= 120 * 10 * 45 * 90 * 4
+    # apply the recommendation: the same conversion with the recommended chunks
+    new = ",".join(str(x) for x in ev["chunks_recommended"])
+    big = _run(tmp_path, "big", *conv, "--dst", str(tmp_path / "b.zarr"), "--chunks", new)
+    assert "task-overhead" not in {f.id for f in diagnose(big)}
+    assert dask_time_of(big).tasks * 20 < dt.tasks
+
+
+SLOW = r'''
+import os, sys, time
+import numpy as np
+from distributed import Client, LocalCluster
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+def write(i, n):
+    with open(os.path.join(out, f"part{i}.bin"), "wb", buffering=0) as fh:
+        for _ in range(n):
+            fh.write(b"x")
+    return n
+
+def spin(i, s):
+    t = time.time()
+    while time.time() - t < s:
+        pass
+    return i
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as c:
+        w = [c.submit(write, i, 300000 if i == 7 else 300, key=f"write-{i}", pure=False) for i in range(12)]
+        s = [c.submit(spin, i, 1.5 if i == 5 else 0.05, key=f"spin-{i}", pure=False) for i in range(12)]
+        c.gather(w + s)
+'''
+
+
+def test_stragglers_are_explained_by_their_own_io(tmp_path):
+    """write-7 makes 1,000x the 1-byte writes of its peers (300,000 unbuffered); spin-5 only computes 30x longer."""
+    _embedded_ok()
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW)
+    prof = _run(tmp_path, "slow", str(script), str(tmp_path / "out"))
+    dt = dask_time_of(prof)
+    # every byte of the write tasks lands on its task: 4 KiB x the count each one wrote
+    for i in range(12):
+        assert dt.task_bytes.get(f"write-{i}", 0) == (300000 if i == 7 else 300)
+    # the slow write costs ~0.2 s here: judge stragglers from 0.1 s of excess (the default is 0.5 s)
+    cfg = Config()
+    cfg = dataclasses.replace(cfg, stragglers=dataclasses.replace(cfg.stragglers, task_min_excess_s=0.1))
+    strag = {f.evidence["prefix"]: f for f in diagnose(prof, cfg) if f.id == "straggler-task"}
+    assert "I/O-bound" in strag["write"].recommendation, strag["write"].recommendation
+    assert strag["write"].evidence["slowest_task_bytes"] == 300000
+    assert "not I/O-bound" in strag["spin"].recommendation, strag["spin"].recommendation

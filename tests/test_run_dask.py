@@ -47,10 +47,12 @@ import numpy as np, xarray as xr
 from distributed import Client, LocalCluster, get_task_stream
 
 src, dst, truth = sys.argv[1:4]
-ds = xr.Dataset({v: (("time", "lat", "lon"), np.random.default_rng(1).random((48, 45, 90), dtype="f4"))
-                 for v in ("tas", "pr")})
-ds.to_netcdf(src)                                  # a real NetCDF4 file
 if __name__ == "__main__":
+    # (inside the guard: spawned workers re-run the module's top level, and rewriting the file while the
+    # other worker reads it failed the run now and then with EACCES from HDF5's file lock)
+    ds = xr.Dataset({v: (("time", "lat", "lon"), np.random.default_rng(1).random((48, 45, 90), dtype="f4"))
+                     for v in ("tas", "pr")})
+    ds.to_netcdf(src)                                  # a real NetCDF4 file
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         with get_task_stream() as ts:

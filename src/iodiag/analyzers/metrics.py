@@ -627,8 +627,9 @@ def _compute(profile: JobProfile) -> Metrics:
 
 
 def peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
-    """Processes that should do comparable I/O: the ranks of the largest MPI log, or, for a job made of
-    1-process logs (Dask, multiprocessing), the processes with I/O running the most common executable."""
+    """Processes that should do comparable I/O: a Dask job's worker processes; the ranks of the largest MPI
+    log; or, for a job made of 1-process logs (multiprocessing), the processes with I/O running the most
+    common executable."""
     if m.peers is None:
         m.peers = _peer_mask(profile, m)
         m.peers.flags.writeable = False
@@ -640,6 +641,13 @@ def _peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
     mask = np.zeros(n, bool)
     if not len(pr):
         return mask
+    t = profile.tasks
+    if len(t) and "pid" in pr:  # a Dask job: the workers are peers (not the client, scheduler or nannies)
+        workers = np.unique(t["pid"][t["pid"] >= 0])
+        is_worker = np.isin(pr["pid"], workers)
+        if is_worker.sum() >= 2:
+            mask[pr["proc"][is_worker]] = True
+            return mask
     sizes = np.bincount(pr["log"])
     big = int(np.argmax(sizes))
     if sizes[big] >= 2:

@@ -133,7 +133,7 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise IodiagError(f"{path}: cannot write ({exc.strerror})", hint="choose a writable location") from None
 
 
-def write_html(profile, findings, report, *, html_path: Path | None, home: Path, obfuscate: bool) -> Path:
+def write_html(profile, findings, report, *, html_path: Path | None, home: Path, obfuscate: bool, config=None) -> Path:
     try:
         from ..reports.html import render_html
     except ImportError as exc:
@@ -147,6 +147,6 @@ def write_html(profile, findings, report, *, html_path: Path | None, home: Path,
     # a job recorded by `iodiag run` keeps Dask's own performance report: link it from the page
     perf = sorted((home / "dask").glob("performance-report*.html")) if home.is_dir() else []
     href = os.path.relpath(perf[0], html_path.parent) if perf else None
-    page = render_html(profile, findings, report=report, obfuscate=obfuscate, dask_report_href=href)
+    page = render_html(profile, findings, report=report, obfuscate=obfuscate, dask_report_href=href, config=config)
     atomic_write(html_path, page)
     return html_path

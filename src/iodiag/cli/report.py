@@ -135,7 +135,7 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, mute, 
     if html:
         from .common import write_html
 
-        out = write_html(prof, findings, report, html_path=html_path, home=home, obfuscate=obfuscate)
+        out = write_html(prof, findings, report, html_path=html_path, home=home, obfuscate=obfuscate, config=cfg)
         print(f"iodiag: HTML report written to {out}", file=sys.stderr)
     if json_out:
         sys.stdout.write(text + "\n")

@@ -184,13 +184,30 @@ class _Watch:
 
 
 def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs.  A zombie (exited, not yet reaped: an orphan such as
+    multiprocessing's resource tracker, whose new parent reaps late or never in a container) answers
+    ``killpg(pgid, 0)`` but will write nothing more, so it does not count (seen: +1.3 s per run)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return True  # no /proc: trust killpg
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after the last ')'
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 def _take_terminal() -> None:

@@ -20,6 +20,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from ... import __version__
+from ...analyzers.tasktime import dask_time_of
+from ...analyzers.timemodel import time_model_of
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile, Table
@@ -130,8 +132,16 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
     rows.append(("logs", f"{len(job.logs)}"))
     rows.append(("files", f"{len(profile.files):,}"))
     rows.append(("traced operations", f"{len(profile.ops):,}" + (" (DXT)" if profile.has_dxt else "")))
-    if len(profile.tasks):
-        rows.append(("Dask tasks", f"{len(profile.tasks):,}"))
+    tm = time_model_of(profile)
+    if tm.runtime_s:
+        rows.append(("I/O on the critical path", f"{tm.io_wall_s:,.3f} s ({100 * (tm.io_share or 0):.1f} % of the run; "
+                                                  f"{tm.io_process_s:,.3f} s summed over processes)"))
+    dt = dask_time_of(profile) if len(profile.tasks) else None
+    if dt is not None:
+        rows.append(("Dask tasks", f"{dt.tasks:,} on {dt.threads} worker thread(s)"))
+        rows.append(("where the workers' time went", dt.headline))
+    elif len(profile.tasks):
+        rows.append(("Dask tasks", f"{len(set(profile.tasks['key'].tolist())):,}"))
     if job.blind_spots:
         rows.append(("not visible to the collector", "; ".join(job.blind_spots)))
     return rows

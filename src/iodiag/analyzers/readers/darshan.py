@@ -342,19 +342,26 @@ def read_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names: b
             if mod not in want:
                 continue
             idx = MOD_NAMES.index(mod) if mod in MOD_NAMES else info["idx"]
-            if mod in COUNTER_MODULES:
-                rec = _read_generic(handle, idx, mod, losses)
-                n = len(rec["file_id"])
-            elif mod == "LUSTRE":
-                rec = _read_lustre(handle, idx, losses)
-                n = len(rec["file_id"])
-            elif mod in DXT_MODULES:
-                rec = _read_dxt(handle, idx, mod, losses)
-                n = len(rec["rec_file_id"])
-            elif mod == "HEATMAP":
-                rec = _read_heatmap(handle, idx, losses)
-                n = len(rec["rec_file_id"])
-            else:
+            try:
+                if mod in COUNTER_MODULES:
+                    rec = _read_generic(handle, idx, mod, losses)
+                    n = len(rec["file_id"])
+                elif mod == "LUSTRE":
+                    rec = _read_lustre(handle, idx, losses)
+                    n = len(rec["file_id"])
+                elif mod in DXT_MODULES:
+                    rec = _read_dxt(handle, idx, mod, losses)
+                    n = len(rec["rec_file_id"])
+                elif mod == "HEATMAP":
+                    rec = _read_heatmap(handle, idx, losses)
+                    n = len(rec["rec_file_id"])
+                else:
+                    continue
+            except (MemoryError, RecursionError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - one damaged module must not cost the others
+                losses.append((mod, f"this module's region could not be decoded ({type(exc).__name__}: {exc}); "
+                                    "every other module is reported"))
                 continue
             data["mods"][mod] = rec
             if info["len"] > 0 and n == 0 and not any(m == mod for m, _ in losses):

@@ -146,6 +146,11 @@ def _describe_status(status: int) -> str:
     return f"the reader exited with status {os.WEXITSTATUS(status)} while decoding this log"
 
 
+# modules a log can be reported without: when darshan-util crashes or hangs on a log, it is read once more
+# without them, so a damaged trace or Lustre/heatmap region does not cost the counters
+OPTIONAL_MODULES = ("DXT_POSIX", "DXT_MPIIO", "HEATMAP", "LUSTRE")
+
+
 def read_logs(
     paths: Iterable[str],
     modules: Iterable[str] = ALL_MODULES,
@@ -155,7 +160,47 @@ def read_logs(
     isolate: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[LogResult]:
-    """Yield one LogResult per path, in order; never raises for a bad log."""
+    """Yield one LogResult per path, in order; never raises for a bad log.  A log that crashed or hung the
+    reader is read again without the optional modules (DXT, HEATMAP, LUSTRE); when that works, the modules
+    left out are reported as lost for that log instead of the whole log."""
+    modules = tuple(modules)
+    optional = tuple(m for m in modules if m in OPTIONAL_MODULES)
+    core = tuple(m for m in modules if m not in OPTIONAL_MODULES)
+    for res in _read_logs(paths, modules, names=names, timeout_s=timeout_s, isolate=isolate, progress=progress):
+        if res.error_kind in ("crashed", "timeout") and optional and core and isolate:
+            res = _salvage(res, core, optional, names=names, timeout_s=timeout_s)
+        yield res
+
+
+def _salvage(res: LogResult, core: tuple, optional: tuple, *, names: bool, timeout_s: float) -> LogResult:
+    """Read a log that crashed or hung the reader with its counter modules only, then add the optional modules
+    back one at a time; those that still fail are reported lost, with the cause, instead of the whole log."""
+    def one(mods: tuple) -> LogResult:
+        return next(iter(_read_logs([res.path], mods, names=names, timeout_s=timeout_s, isolate=True)))
+
+    best = one(core)
+    if best.data is None:
+        return res
+    kept = core
+    for m in (m for m in optional if m in best.data["header"]["modules"]):
+        trial = one(kept + (m,))
+        if trial.data is not None:
+            best, kept = trial, kept + (m,)
+        else:
+            best.data["losses"].append((m, f"this module's region could not be decoded ({trial.error}); every "
+                                           "other module of the log is reported"))
+    return best
+
+
+def _read_logs(
+    paths: Iterable[str],
+    modules: Iterable[str] = ALL_MODULES,
+    *,
+    names: bool = True,
+    timeout_s: float = 120.0,
+    isolate: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[LogResult]:
     paths = [os.fspath(p) for p in paths]
     modules = tuple(modules)
     if not isolate:

@@ -1,0 +1,57 @@
+"""Nothing thrown away: a log whose DXT or heatmap region is damaged is reported from every other module.
+
+The damaged copies are made here from corpus logs: 64 bytes garbled inside the last quarter of the file, where
+Darshan lays out the last module regions (DXT_POSIX of dxt.darshan; HEATMAP of the e3sm heatmap log).
+darshan-util aborts on them (SIGABRT) when it decodes that region; the counters decode.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from conftest import corpus_path, run_cli
+from iodiag.analyzers.detectors import diagnose
+from iodiag.analyzers.load import load_job
+
+CASES = [
+    ("darshan/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan", "DXT_POSIX"),
+    ("darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan", "HEATMAP"),
+]
+
+
+def _damaged(src, out, seed):
+    data = bytearray(src.read_bytes())
+    rnd = random.Random(seed)
+    pos = rnd.randrange(int(len(data) * 0.75), len(data) - 100)
+    for i in range(64):
+        data[pos + i] = rnd.randrange(256)
+    out.write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("rel,lost", CASES, ids=[c[1] for c in CASES])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_damaged_trace_region_costs_only_that_module(tmp_path, rel, lost, seed):
+    src = corpus_path(rel)
+    bad = _damaged(src, tmp_path / f"bad-{seed}.darshan", seed)
+    whole = load_job([str(src)])
+    prof = load_job([str(bad)])
+    errs = [i for i in prof.issues_seen if i.module == lost]
+    assert errs and "could not be decoded" in errs[0].cause
+    assert lost in prof.job.partial_modules and lost not in whole.job.partial_modules
+    # the counters are the undamaged log's, to the record
+    for mod in ("POSIX", "STDIO"):
+        if whole.module(mod) is not None:
+            assert len(prof.module(mod)) == len(whole.module(mod))
+            assert prof.module(mod)["POSIX_BYTES_READ" if mod == "POSIX" else "STDIO_BYTES_READ"].sum() == \
+                whole.module(mod)["POSIX_BYTES_READ" if mod == "POSIX" else "STDIO_BYTES_READ"].sum()
+    ids = {f.id for f in diagnose(prof)}
+    assert "partial-log" in ids and len(ids) >= 2
+    # as a user runs it: exit 0, the loss in errors
+    res = run_cli("report", str(bad), "--json")
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    rep = json.loads(res.stdout)
+    assert any(e.get("module") == lost for e in rep["errors"])

@@ -55,3 +55,30 @@ def test_a_damaged_trace_region_costs_only_that_module(tmp_path, rel, lost, seed
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     rep = json.loads(res.stdout)
     assert any(e.get("module") == lost for e in rep["errors"])
+
+
+def test_implausible_process_counts_and_ranks_are_replaced_and_said():
+    """A decoded corpus log (16 MiB mpi-io-test, 32 ranks) whose header is made to claim 4,456,449 processes and
+    one of whose POSIX records claims rank 4,456,448 (the damage seen on a real log): the profile uses the
+    ranks the records show, counts the bad record as shared, and says both in its errors."""
+    from iodiag.analyzers.load import build_profile
+    from iodiag.analyzers.readers.darshan import read_log
+    from iodiag.analyzers.readers.isolate import LogResult
+
+    path = str(corpus_path("darshan-logs/darshan_logs/mpi_io_test_with_dxt/"
+                           "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan"))
+    good = build_profile([LogResult(path, data=read_log(path))])
+    data = read_log(path)
+    data["header"]["nprocs"] = 4_456_449
+    prof = build_profile([LogResult(path, data=data)])
+    assert prof.job.nprocs == good.job.nprocs == 32
+    assert any(i.kind == "damaged-header" and "4,456,449" in i.cause for i in prof.issues_seen)
+    data = read_log(path)
+    posix = data["mods"]["POSIX"]
+    posix["rank"] = posix["rank"].copy()
+    own = int((posix["rank"] >= 0).argmax())
+    posix["rank"][own] = 4_456_448
+    prof = build_profile([LogResult(path, data=data)])
+    assert prof.job.nprocs == 32
+    assert any(i.kind == "damaged-record" and "4,456,448" in i.cause for i in prof.issues_seen)
+    assert len(prof.processes) == 32

@@ -142,15 +142,22 @@ MAX_PLAUSIBLE_NPROCS = 10_000_000
 def _plausible_nprocs(d: dict[str, Any], path: str, issues: list[LoadIssue]) -> int:
     """The header's process count, unless damage made it absurd; then the largest rank seen + 1."""
     n = int(d["header"]["nprocs"])
-    if 1 <= n <= MAX_PLAUSIBLE_NPROCS:
-        return n
     seen = 0
     for rec in d["mods"].values():
         ranks = rec.get("rank", rec.get("rec_rank"))
         if ranks is not None and len(ranks):
-            seen = max(seen, int(ranks.max()) + 1)
+            ok = ranks[(ranks >= 0) & (ranks < min(max(n, 1), MAX_PLAUSIBLE_NPROCS))]
+            if len(ok):
+                seen = max(seen, int(ok.max()) + 1)
+    # a huge count with every rank in the records a thousand times smaller is damage, not a job: a real job
+    # of 100,000+ processes that did I/O leaves records of more than its first 0.1 % of ranks
+    huge = n > 100_000 and 0 < seen * 1000 < n
+    if 1 <= n <= MAX_PLAUSIBLE_NPROCS and not huge:
+        return n
     fixed = max(min(seen, MAX_PLAUSIBLE_NPROCS), 1)
-    issues.append(LoadIssue(path=path, kind="damaged-header", cause=f"the header claims {n} processes; using {fixed} (largest rank in the records + 1)"))
+    issues.append(LoadIssue(path=path, kind="damaged-header", cause=f"the header claims {n:,} processes; using {fixed:,} "
+                            "(largest rank in the records + 1)",
+                            next_step="per-process numbers use the derived count; check the log with darshan-parser"))
     return fixed
 
 
@@ -264,6 +271,16 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
         proc_cols["start_s"].append(np.full(nprocs, start, "f8"))
         proc_cols["end_s"].append(np.full(nprocs, end, "f8"))
         proc_cols["partial"].append(np.full(nprocs, log_partial, "?"))
+
+        bad_ranks = [int(x) for mod in COUNTER_MODULES if (rec := d["mods"].get(mod)) is not None
+                     for x in rec["rank"][(rec["rank"] < -1) | (rec["rank"] >= nprocs)][:1].tolist()]
+        if bad_ranks:
+            n_bad = sum(int(((rec["rank"] < -1) | (rec["rank"] >= nprocs)).sum()) for mod in COUNTER_MODULES
+                        if (rec := d["mods"].get(mod)) is not None)
+            issues.append(LoadIssue(path=r.path, kind="damaged-record",
+                                    cause=f"{n_bad:,} record(s) carry a rank outside 0..{nprocs - 1} (e.g. {bad_ranks[0]:,}); "
+                                          "they are counted as records shared by all ranks of the log",
+                                    next_step="per-process numbers for those records are spread evenly"))
 
         def to_proc(ranks: np.ndarray) -> np.ndarray:
             return np.where((ranks >= 0) & (ranks < nprocs), ranks + proc_offset, -1)

@@ -27,6 +27,7 @@ Conventions
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -284,6 +285,15 @@ def std_file_ids(profile: JobProfile) -> np.ndarray:
             ids = angle_file_ids(profile)
             d["std_ids"] = ids[np.isin(files_column(profile, ids, "path")[0], std)] if len(ids) else np.zeros(0, "u8")
     return d["std_ids"]
+
+
+_TEMP_SUFFIX = re.compile(r"\.[0-9a-f]{16,}\.partial$")
+
+
+def final_name(path: str) -> str:
+    """The name a writer's temporary file ends up with: zarr-python writes ``<chunk>.<uuid hex>.partial`` and
+    renames it to ``<chunk>``; a report names the chunk, not the temp file."""
+    return _TEMP_SUFFIX.sub("", path) if path.endswith(".partial") else path
 
 
 def paths_of_ids(profile: JobProfile, ids: np.ndarray) -> list:

@@ -189,10 +189,31 @@ def file_times(profile: JobProfile) -> Table:
         "bytes_read": col("bytes_read").astype("i8"), "bytes_written": col("bytes_written").astype("i8"),
         "processes": np.asarray([nprocs(acc[f]) for f in fids], dtype="i8"),
     })
+    t = _fold_temp_names(t)
     total = t["read_time_s"] + t["write_time_s"] + t["meta_time_s"]
     t = t.with_columns(io_time_s=total)
     order = np.lexsort((t["path"].astype(str), -total)) if len(t) else np.zeros(0, int)
     return t.take(order)
+
+
+def _fold_temp_names(t: Table) -> Table:
+    """Rows of a writer's temp file (``<chunk>.<uuid>.partial``) added to the row of the file it became."""
+    from .metrics import final_name
+
+    paths = t["path"].tolist()
+    final = [final_name(p) for p in paths]
+    if final == paths:
+        return t
+    keys, first, inv = np.unique(np.asarray(final, dtype=object), return_index=True, return_inverse=True)
+    cols = {"file_id": t["file_id"][first], "path": keys, "layers": t["layers"][first]}
+    for c in ("read_time_s", "write_time_s", "meta_time_s"):
+        cols[c] = np.bincount(inv, weights=t[c], minlength=len(keys))
+    for c in ("bytes_read", "bytes_written"):
+        cols[c] = np.bincount(inv, weights=t[c].astype("f8"), minlength=len(keys)).astype("i8")
+    procs = np.zeros(len(keys), "i8")
+    np.maximum.at(procs, inv, t["processes"])
+    cols["processes"] = procs
+    return Table(cols)
 
 
 def top_files(profile: JobProfile, n: int = 5) -> list[FileTotals]:

@@ -9,7 +9,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, severity_from_share
 from ...profile import JobProfile
-from ..metrics import paths_of_ids
+from ..metrics import final_name, paths_of_ids
 from ..timemodel import time_model_of, wall_cost_of_files
 
 
@@ -69,8 +69,9 @@ def top_files(profile: JobProfile, file_ids: np.ndarray, weights: np.ndarray, k:
     order = np.argsort(-weights, kind="stable")[: k + 8]
     order = order[weights[order] > 0]
     ids = file_ids[order]
-    named = [p if p is not None else f"<unnamed {int(f):016x}>" for f, p in zip(ids.tolist(), paths_of_ids(profile, ids))]
-    return [p for p in named if not _tool_file(p)][:k]
+    named = [final_name(p) if p is not None else f"<unnamed {int(f):016x}>"
+             for f, p in zip(ids.tolist(), paths_of_ids(profile, ids))]
+    return list(dict.fromkeys(p for p in named if not _tool_file(p)))[:k]  # a temp name and its file: once
 
 
 # files of the tools around the workload, not of the workload: Dask's scratch space and worker folders, the

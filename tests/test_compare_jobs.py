@@ -152,3 +152,19 @@ def test_cli_job_options_errors_are_one_line(tmp_path, extra, code, words):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and words in lines[0] and lines[0].startswith("iodiag: error:")
     assert ("--job-a" if "--job-a" in extra else "--job-b") in lines[0]
+
+
+def test_compare_says_when_collectors_differ():
+    """Two logs of the same test program written by Darshan 3.1.3 and 3.1.4: compare notes the version change;
+    a log compared with itself has no such note."""
+    from conftest import corpus_path
+    from iodiag.analyzers.load import load_job
+    from iodiag.reports.compare import compare_jobs, render_compare_text
+
+    a = load_job([str(corpus_path("darshan-logs/darshan_logs/release_logs/mpi-io-test-ppc64-3.1.3.darshan"))])
+    b = load_job([str(corpus_path("darshan-logs/darshan_logs/release_logs/mpi-io-test-ppc64-3.1.4.darshan"))])
+    d = compare_jobs(a, b)
+    assert len(d["notes"]) == 1 and "different collector versions" in d["notes"][0]
+    assert "3.1.3" in d["notes"][0] and "3.1.4" in d["notes"][0]
+    assert "note: A and B were recorded by different collector versions" in render_compare_text(d)
+    assert compare_jobs(a, a)["notes"] == []

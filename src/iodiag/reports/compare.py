@@ -73,7 +73,21 @@ def _delta(a, b) -> tuple[float | None, float | None]:
 def _job_ref(profile: JobProfile) -> dict[str, Any]:
     j = profile.job
     return {"job_id": j.job_id, "exe": j.exe, "nprocs": j.nprocs, "start_s": j.start_s, "runtime_s": j.runtime_s,
-            "logs": list(j.logs), "issues": len(profile.issues_seen), "partial_modules": list(j.partial_modules)}
+            "logs": list(j.logs), "issues": len(profile.issues_seen), "partial_modules": list(j.partial_modules),
+            "collector": j.collector, "collector_version": j.collector_version or j.darshan_version}
+
+
+def collector_note(a: dict, b: dict) -> str | None:
+    """Why numbers of two jobs may differ without the workload changing: they were recorded by different
+    collectors (Darshan and iodiag's embedded one see different calls: Darshan 3.5 counts no stat() on
+    glibc >= 2.33, the embedded collector counts them) or by different versions of one."""
+    ca, cb = (a.get("collector"), a.get("collector_version")), (b.get("collector"), b.get("collector_version"))
+    if ca == cb:
+        return None
+    what = "collectors" if ca[0] != cb[0] else "collector versions"
+    fmt = lambda c: c[0] + (f" {c[1]}" if c[1] else "")  # noqa: E731
+    return (f"A and B were recorded by different {what} ({fmt(ca)} vs {fmt(cb)}): metadata counts and op counts "
+            "can differ with no change in the workload (each collector's blind spots: --json job.blind_spots)")
 
 
 def compare_jobs(a: JobProfile, b: JobProfile, findings_a: Iterable[Finding] = (), findings_b: Iterable[Finding] = (),
@@ -132,6 +146,7 @@ def compare_jobs(a: JobProfile, b: JobProfile, findings_a: Iterable[Finding] = (
         "metrics": rows,
         "modules": modules,
         "findings": {"appeared": appeared, "resolved": resolved, "persisting": persisting},
+        "notes": [n for n in (collector_note(_job_ref(a), _job_ref(b)),) if n],
     }
 
 
@@ -197,6 +212,8 @@ def render_compare_text(d: dict, *, labels: tuple[str, str] = ("A", "B")) -> str
         lines.append(f"  appeared  [{x['severity']}] {x['id']}: {x['title']}")
     for x in f["persisting"]:
         lines.append(f"  persisting {x['id']}: {x['severity_a']} -> {x['severity_b']} ({x['change']})")
+    for n in d.get("notes", []):
+        lines.append(f"note: {n}")
     for side, label in (("a", la), ("b", lb)):
         if d[side]["issues"]:
             lines.append(f"note: {label} has {d[side]['issues']} data gap(s) (unreadable or partial logs); its numbers are lower bounds")

@@ -110,3 +110,21 @@ def test_html_of_a_killed_job(tmp_path):
     rep = run_cli("report", "last", "--html-path", str(page), env=home)
     _no_traceback(rep)
     assert rep.returncode == 0 and "killed" in page.read_text()
+
+
+def test_darshan_lib_must_be_the_runtime(tmp_path):
+    """--darshan-lib given darshan-util (pydarshan's bundled libdarshan-util, a real file here) is refused with
+    the reason, instead of a job that ends partial with "no Darshan log"."""
+    import glob
+    import os
+
+    import darshan
+
+    utils = glob.glob(os.path.join(os.path.dirname(darshan.__file__), "..", "darshan.libs", "libdarshan-util*"))
+    if not utils:
+        pytest.skip("pydarshan bundles no libdarshan-util here")
+    res = run_cli("run", f"--darshan-lib={utils[0]}", "--", sys.executable, "-c", "pass",
+                  env={"IODIAG_HOME": str(tmp_path / "store")})
+    err = _no_traceback(res)
+    assert res.returncode == 8 and "darshan-util" in err and "not the Darshan runtime" in err
+    assert not (tmp_path / "store" / "jobs").exists() or not any((tmp_path / "store" / "jobs").iterdir())

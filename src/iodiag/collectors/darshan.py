@@ -103,14 +103,34 @@ class DarshanRuntime:
                 "log_path_by_env": list(self.log_path_by_env), "mmap_logs": self.mmap_logs, "found_by": self.found_by}
 
 
-def _is_runtime_lib(path: Path) -> bool:
+_RUNTIME_SYMBOL = b"darshan_core_register_module"  # defined by darshan-runtime's core, not by darshan-util
+_UTIL_SYMBOL = b"darshan_log_open"  # darshan-util's log reader (pydarshan ships it as libdarshan-util.so)
+
+
+def _lib_kind(path: Path) -> str | None:
+    """"runtime" for a darshan-runtime library, "util" for darshan-util's, "elf" for another ELF file, None
+    when not a readable ELF file (by the symbol names in the file, read in blocks)."""
     try:
         if not path.is_file():
-            return False
+            return None
         with open(path, "rb") as fh:
-            return fh.read(4) == b"\x7fELF"
+            if fh.read(4) != b"\x7fELF":
+                return None
+            fh.seek(0)
+            util, tail = False, b""
+            while block := fh.read(1 << 20):
+                buf = tail + block
+                if _RUNTIME_SYMBOL in buf:
+                    return "runtime"
+                util = util or _UTIL_SYMBOL in buf
+                tail = buf[-64:]
+        return "util" if util else "elf"
     except OSError:
-        return False
+        return None
+
+
+def _is_runtime_lib(path: Path) -> bool:
+    return _lib_kind(path) in ("runtime", "elf")  # "elf": a stripped or unusual build still gets its chance
 
 
 def _lib_in(folder: Path) -> Path | None:
@@ -183,6 +203,11 @@ def find_runtime(lib: str | os.PathLike | None = None, *, env: Mapping[str, str]
 
     if lib:
         p = Path(lib).expanduser()
+        if not p.is_dir() and _lib_kind(p) == "util":
+            raise CollectorError(f"--darshan-lib {p}: this is darshan-util (the library that reads logs), not the "
+                                 "Darshan runtime that records them",
+                                 hint="give libdarshan.so from darshan-runtime (darshan-config --pre-ld-flags names "
+                                      "it), or run without --darshan-lib to use the embedded collector")
         found = _lib_in(p) if p.is_dir() else (p if _is_runtime_lib(p) else None)
         if found:
             return _describe(found.resolve(), "--darshan-lib", tried, env)

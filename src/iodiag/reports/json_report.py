@@ -25,11 +25,27 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def program_name(exe: str, args: str) -> str:
+    """What the user ran: for a Python interpreter the script or ``-m module`` it ran, else the executable."""
+    import os
+
+    base = os.path.basename(exe or "")
+    words = (args or "").split()
+    if base.startswith(("python", "pypy")) and words:
+        if words[0] == "-m" and len(words) > 1:
+            return f"python -m {words[1]}"
+        if words[0] == "-c":
+            return "python -c …"
+        return words[0]
+    return exe or "?"
+
+
 def job_dict(profile: JobProfile) -> dict[str, Any]:
     j = profile.job
     return {
         "id": j.job_id,
         "exe": j.exe,
+        "program": program_name(j.exe, j.args),
         "args": j.args,
         "user": j.user,
         "uid": j.uid,

@@ -23,15 +23,38 @@ def human_count(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-def _evidence(ev: dict[str, Any]) -> str:
-    parts = []
-    for k, v in ev.items():
-        if isinstance(v, float):
-            v = f"{v:.3g}"
-        elif isinstance(v, (list, tuple)):
-            v = ", ".join(str(x) for x in v[:5])
-        parts.append(f"{k}={v}")
-    return "; ".join(parts)
+_SKIP_EVIDENCE = ("cost_process_s", "cost_share_of_io_process_s")
+
+
+def _value(k: str, v: Any) -> str:
+    """A number in the unit its key names (``*_bytes`` bytes, ``*_s`` seconds, ``*share*`` percent)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, (list, tuple)):
+            return ", ".join(str(x) for x in v[:5]) + (" …" if len(v) > 5 else "")
+        return str(v)
+    if k.endswith("_bytes") or k.startswith("bytes_") or k.endswith("_bytes_read") or k.endswith("_bytes_written"):
+        return human_bytes(v)
+    if k.endswith("_s"):
+        return _secs(float(v))
+    if "share" in k:
+        return _pct(float(v))
+    return f"{v:,}" if isinstance(v, int) else f"{v:,.3g}"
+
+
+def _evidence(ev: dict[str, Any], limit: int = 4) -> str:
+    """The first few numbers of a finding's evidence, with units (the full evidence is in --json)."""
+    items = [(k, v) for k, v in ev.items() if k not in _SKIP_EVIDENCE and v is not None]
+    parts = [f"{k.replace('_', ' ')} {_value(k, v)}" for k, v in items[:limit]]
+    more = f" (+{len(items) - limit} more in --json)" if len(items) > limit else ""
+    return "; ".join(parts) + more
+
+
+def _advice(text: str, keep: int = 2) -> str:
+    """The first ``keep`` parts of a recommendation (its parts are separated by '; '); the rest in --json/--html."""
+    parts = [p for p in text.split("; ") if p]
+    if len(parts) <= keep:
+        return text
+    return "; ".join(parts[:keep]) + f" (+{len(parts) - keep} more in --json/--html)"
 
 
 def _secs(x: float) -> str:
@@ -46,7 +69,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %" if x >= 0.1 else (f"{100 * x:.1f} %" if x >= 0.001 else f"{100 * x:.2g} %")
 
 
-def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 30) -> str:
+def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
     """One worker's run as a bar: # in tasks' I/O, = computing, . idle (between and around its tasks)."""
     cap = max(w["threads"] * dask["run_s"], 1e-9)
     io = min(w.get("io_s", 0.0), w["busy_s"])
@@ -54,8 +77,8 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 30) -> str:
     n_busy = max(round(width * w["busy_s"] / cap) - n_io, 0)
     bar = "#" * n_io + "=" * n_busy
     bar += "." * (width - len(bar))
-    return (f"worker pid {w['pid']} [{bar}] {w['tasks']:,} tasks, {100 * w['busy_s'] / cap:.0f} % busy "
-            f"({100 * io / cap:.0f} % I/O)")
+    return (f"worker {w['pid']} [{bar}] {w['tasks']:,} tasks · busy {100 * w['busy_s'] / cap:.0f} % · "
+            f"I/O {100 * io / cap:.0f} %")
 
 
 def headline(report: dict[str, Any]) -> str | None:
@@ -84,7 +107,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     v = report["volumes"]
     head = Text()
     head.append(f"iodiag report — job {j['id']}", style="bold")
-    head.append(f"  {j['exe'] or '?'}")
+    head.append(f"  {j.get('program') or j['exe'] or '?'}")
     con.print(head)
     rt = "-" if j["runtime_s"] is None else f"{j['runtime_s']:.2f} s" + (" (derived from records)" if j.get("runtime_derived") else "")
     src = j["collector"] + (f" {j['darshan_version']}" if j.get("darshan_version") else "") + (f", log format {j['log_format']}" if j.get("log_format") else "")
@@ -130,19 +153,21 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
                 line.append(f"  (~{_secs(f['est_cost_s'])} of the run" + (f", {_pct(share)}" if share is not None else "") + ")",
                             style="dim")
             con.print(line)
+            if f["severity"] == "info":  # worth knowing, not worth the reader's time here: one line
+                continue
             if f.get("evidence"):
-                con.print(f"      evidence: {_evidence(f['evidence'])}", style="dim")
+                con.print(f"      evidence: {_evidence(f['evidence'])}", style="dim", markup=False)
             if f.get("files"):
-                con.print("      files: " + ", ".join(f["files"][:3]) + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim")
+                con.print("      files: " + ", ".join(f["files"][:3]) + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim", markup=False)
             if f.get("processes"):
                 con.print("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim")
-            con.print(f"      → {f['recommendation']}")
+            con.print(f"      → {_advice(f['recommendation'])}", markup=False)
     elif v["reads"] + v["writes"] + v["opens"] == 0:
         con.print("No I/O recorded in this job.", style="bold")
     else:
         con.print("No problems found by the detectors.", style="bold green")
 
-    if report.get("modules"):
+    if report.get("modules") and width >= 100:  # ten columns: only where they fit
         con.print()
         t = Table(title="Per module", title_justify="left", show_edge=False)
         for c in ("module", "files", "reads", "writes", "read", "written", "opens", "read s", "write s", "meta s"):

@@ -302,3 +302,47 @@ def test_cluster_closed_before_its_client_is_still_captured(tmp_path, home):
     tasks = load_tasks(rec.folder / "dask")
     assert len(set(tasks["key"].tolist())) == client["tasks"] >= 17
     assert set(tasks["pid"].tolist()) == {w["pid"] for w in rec.data["dask_workers"]}
+
+
+EXTERNAL = r'''
+import socket, subprocess, sys, time
+from distributed import Client
+
+if __name__ == "__main__":
+    t0 = time.time()
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    addr = f"tcp://127.0.0.1:{port}"
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                              "--port", str(port), "--dashboard-address", ":0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", addr, "--nanny", "--nworkers", "1",
+                               "--nthreads", "1", "--dashboard-address", ":0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    c = Client(addr, timeout=30)
+    c.wait_for_workers(1, timeout=30)
+    print(sum(c.gather(c.map(lambda x: x * x, range(20)))))
+    c.shutdown()
+    for p in (worker, sched):
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    print(f"BODY {time.time() - t0:.3f}", file=sys.stderr)
+'''
+
+
+def test_shutdown_of_an_external_scheduler_does_not_hold_the_run(tmp_path, home):
+    """A script with its own `dask scheduler` + `dask worker --nanny` that calls client.shutdown(): the capture
+    takes the task stream before the scheduler goes, and waits no more for it (was: two 30 s timeouts, a 4.4 s
+    script recorded as a 61.6 s job)."""
+    script = tmp_path / "ext.py"
+    script.write_text(EXTERNAL)
+    run = run_cli("run", "--collector", "none", str(script), env=home, timeout=300)
+    assert run.returncode == 0, run.stderr.decode()[-3000:]
+    body = float(next(x for x in run.stderr.decode().splitlines() if x.startswith("BODY")).split()[1])
+    rec = find_job("last", root=home["IODIAG_HOME"])
+    assert rec.data["wall_s"] < body + 10, (rec.data["wall_s"], body)
+    tasks = load_tasks(rec.folder / "dask")
+    assert len(set(tasks["key"].tolist())) >= 20
+    meta = json.loads(next((rec.folder / "dask").glob("client-*.json")).read_text())
+    assert meta["ended_by"] == "client-shutdown" and meta["final_capture_s"] < 5

@@ -258,12 +258,21 @@ class Capture:
             t_final = time.time()
             if self.poll_task is not None and not self.poll_task.done():
                 self.poll_task.cancel()
+            # the workload has ended: every wait from here is bounded by a short probe of the scheduler, so a
+            # scheduler that is already gone (client.shutdown() of an external cluster) costs ~2 s, not 30 + 60
+            alive = True
             try:
-                await asyncio.wait_for(self.collect(), 30)
+                await asyncio.wait_for(self.client.scheduler.identity(), 2)
+            except Exception as exc:  # noqa: BLE001
+                alive = False
+                self.errors.append(f"scheduler gone at the end ({exc!r}): task stream kept up to the last poll")
+            try:
+                if alive:
+                    await asyncio.wait_for(self.collect(), 30)
             except Exception as exc:
                 self.errors.append(f"final task stream: {exc!r}")
             try:
-                if os.environ.get("IODIAG_DASK_REPORT", "1") == "0":
+                if os.environ.get("IODIAG_DASK_REPORT", "1") == "0" or not alive:
                     raise _Skipped()
                 code = ""
                 main = sys.argv[0] if sys.argv else ""
@@ -312,6 +321,20 @@ async def dask_setup(client):
         cap.errors.append(f"first collect: {exc!r}")
     cap.write_meta()
     cap.poll_task = asyncio.ensure_future(cap.poll())
+    if hasattr(client, "_shutdown"):  # client.shutdown() stops the scheduler: capture before it goes
+        orig_shutdown = client._shutdown
+
+        async def _shutdown(*args, **kwargs):
+            try:
+                await asyncio.wait_for(cap.final("client-shutdown"), 120)
+            except Exception:
+                pass
+            return await orig_shutdown(*args, **kwargs)
+
+        try:
+            client._shutdown = _shutdown
+        except Exception:
+            pass
     cluster = getattr(client, "cluster", None)
     if cluster is not None and hasattr(cluster, "_close"):
         orig = cluster._close

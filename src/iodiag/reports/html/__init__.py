@@ -116,6 +116,9 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
     rows = [("job id", job.job_id)]
     if job.user:
         rows.append(("user", job.user))
+    from ..json_report import program_name
+
+    rows.append(("program", program_name(job.exe, job.args)))
     rows.append(("executable", job.exe or "-"))
     if len(job.programs) > 1:
         rows.append(("programs", "; ".join(f"{p.exe} ({p.nprocs} procs)" for p in job.programs)))

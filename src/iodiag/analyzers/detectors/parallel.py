@@ -14,7 +14,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import col, fmt_bytes, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask, robust_z
+from ..metrics import (col, file_paths, fmt_bytes, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
+                       robust_z)
 from ._common import finding, top_files
 from ..timemodel import time_model_of
 
@@ -145,6 +146,26 @@ def _common_ost(profile: JobProfile, procs: np.ndarray) -> dict:
     return {"suspect_ost": o, "suspect_ost_straggler_files": int(a[o]), "suspect_ost_other_files": int(b[o])}
 
 
+def _data_bytes(profile: JobProfile, m) -> np.ndarray:
+    """Bytes each process moved to and from files: stdin/stdout/stderr left out (a rank printing a log is not
+    an I/O imbalance), and DFS bytes added (DFS over DAOS does not reach POSIX)."""
+    b = np.asarray(m.proc_bytes, "f8").copy()
+    lv = m.level
+    if len(lv):
+        std = file_paths(profile)[1][m.file_idx] & (lv["proc"] >= 0)
+        if std.any():
+            rb = (lv["bytes_read"] + lv["bytes_written"]).astype("f8")
+            b -= np.bincount(lv["proc"][std], weights=rb[std], minlength=m.nprocs)[: m.nprocs]
+    dfs = profile.module("DFS")
+    if dfs is not None:
+        own = dfs["proc"] >= 0
+        db = col(dfs, "DFS_BYTES_READ", "f8") + col(dfs, "DFS_BYTES_WRITTEN", "f8")
+        b += np.bincount(dfs["proc"][own], weights=db[own], minlength=m.nprocs)[: m.nprocs]
+        if (~own).any():  # a shared DFS record: its bytes spread over the processes
+            b += float(db[~own].sum()) / max(m.nprocs, 1)
+    return np.maximum(b, 0.0)
+
+
 def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     if len(profile.processes) < cfg.stragglers.min_processes:
         return []  # peers are at most one per process row
@@ -152,7 +173,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     peers = peer_mask(profile, m)
     if peers.sum() < cfg.stragglers.min_processes:
         return []
-    b = np.where(peers, m.proc_bytes, 0.0)
+    b = np.where(peers, _data_bytes(profile, m), 0.0)
     if b.max() <= 0:
         return []
     med = median(b[peers])

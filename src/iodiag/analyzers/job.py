@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..config import Config
 from ..errors import DependencyMissing, NoUsableData
 from ..profile import JobInfo, JobProfile, LoadIssue
@@ -44,6 +46,35 @@ def _bare_profile(record: "JobRecord", collector: str) -> JobProfile:
                    args=" ".join((d.get("command") or [])[1:]), start_s=start, end_s=end,
                    runtime_s=(end - start) if (start and end) else None, collector=collector)
     return JobProfile(job=info)
+
+
+def role_of(pid: int, *, workers: set, clients: set, main: int | None, cmdline: str) -> str:
+    """A process's role in a job recorded by ``iodiag run``: worker, client, scheduler, nanny or child."""
+    if pid in workers:
+        return "worker"
+    if pid in clients or pid == main:
+        return "client" if pid in clients else "main"
+    c = cmdline.replace("_", " ")
+    if "dask scheduler" in c or "dask-scheduler" in c:
+        return "scheduler"
+    if "dask worker" in c or "dask-worker" in c or "nanny" in c:
+        return "nanny"
+    return "child"
+
+
+def _set_roles(profile: JobProfile, d: dict) -> None:
+    """The ``role`` column of the processes table, from what ``iodiag run`` saw (process tree, Dask capture)."""
+    pr = profile.processes
+    if not len(pr) or "pid" not in pr:
+        return
+    workers = {int(w["pid"]) for w in d.get("dask_workers") or [] if isinstance(w.get("pid"), int)}
+    workers |= {int(x) for x in profile.tasks["pid"].tolist() if int(x) >= 0} if len(profile.tasks) else set()
+    clients = {int(c["pid"]) for c in d.get("dask_clients") or [] if isinstance(c, dict) and isinstance(c.get("pid"), int)}
+    cmd = {int(p["pid"]): str(p.get("cmdline") or p.get("comm") or "") for p in d.get("processes") or []
+           if isinstance(p.get("pid"), int)}
+    roles = [role_of(int(pid), workers=workers, clients=clients, main=d.get("pid"), cmdline=cmd.get(int(pid), ""))
+             for pid in pr["pid"].tolist()]
+    profile.processes = pr.with_columns(role=np.asarray(roles, dtype=object))
 
 
 def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config | None = None) -> JobProfile:
@@ -108,6 +139,7 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
                                        "only the Dask task stream is known")
 
     profile.tasks = load_tasks(folder / "dask")
+    _set_roles(profile, d)
     if len(profile.files):
         from .readers.arrays import read_array_meta
 

@@ -66,7 +66,20 @@ def job_dict(profile: JobProfile) -> dict[str, Any]:
         "logs": list(j.logs),
         "mounts": [{"path": m, "fs_type": t} for m, t in j.mounts],
         "blind_spots": list(j.blind_spots),
+        "processes": processes_list(profile),
     }
+
+
+def processes_list(profile: JobProfile, limit: int = 64) -> list[dict[str, Any]]:
+    """The job's processes by index, pid and role (the first ``limit``; roles from ``iodiag run``'s record, or
+    rank of an MPI log)."""
+    pr = profile.processes
+    if not len(pr):
+        return []
+    n = min(len(pr), limit)
+    roles = pr["role"][:n].tolist() if "role" in pr else ["rank" if profile.job.nprocs > 1 else "process"] * n
+    return [{"proc": int(pr["proc"][i]), "pid": int(pr["pid"][i]), "rank": int(pr["rank"][i]), "role": str(roles[i])}
+            for i in range(n)]
 
 
 def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: Summary | None = None) -> dict[str, Any]:

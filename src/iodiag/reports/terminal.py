@@ -81,6 +81,21 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
             f"I/O {100 * io / cap:.0f} %")
 
 
+def _named(report: dict[str, Any], procs: list[int]) -> str:
+    """Processes as "role pid" (e.g. "worker 17722") where the job knows them, else as indices."""
+    by = {p["proc"]: p for p in report["job"].get("processes", [])}
+    out = []
+    for i in procs:
+        p = by.get(i)
+        if p and p["role"] in ("rank",):
+            out.append(f"rank {p['rank']}")
+        elif p and p["pid"] > 0:
+            out.append(f"{p['role']} {p['pid']}")
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
 def headline(report: dict[str, Any]) -> str | None:
     """One line: the run time, how much of it is I/O, and how much of it the findings explain."""
     t = report.get("time")
@@ -191,7 +206,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         con.print()
         con.print(
             f"Per-process I/O time: {sp['active']}/{sp['processes']} processes did I/O · min {sp['min_s']:.3f} s · "
-            f"median {sp['median_s']:.3f} s · max {sp['max_s']:.3f} s · slowest: {', '.join(map(str, sp['slowest'])) or '-'}"
+            f"median {sp['median_s']:.3f} s · max {sp['max_s']:.3f} s · slowest: {_named(report, sp['slowest'][:4]) or '-'}"
         )
     if report["errors"]:
         con.print()

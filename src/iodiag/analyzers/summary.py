@@ -129,7 +129,8 @@ def volumes(profile: JobProfile) -> dict[str, int]:
 # the layers that reach the file system, and the layers above them; a file seen only at a higher layer is
 # counted there (MPI-IO time includes the POSIX time beneath it, so a file is never counted at two layers)
 LOW_LAYERS = (("POSIX", "POSIX"), ("STDIO", "STDIO"))
-HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR"), ("DFS", "DFS"), ("DAOS", "DAOS"))
+# (HDF5 datasets and PnetCDF variables are parts of files, not files: H5F/PNETCDF_FILE stand for their file)
+HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5F", "H5F"), ("PNETCDF_FILE", "PNETCDF_FILE"), ("DFS", "DFS"), ("DAOS", "DAOS"))
 _FILE_COLS = (("read_time_s", "_F_READ_TIME"), ("write_time_s", "_F_WRITE_TIME"), ("meta_time_s", "_F_META_TIME"),
               ("bytes_read", "_BYTES_READ"), ("bytes_written", "_BYTES_WRITTEN"))
 

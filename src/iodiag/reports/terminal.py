@@ -81,6 +81,11 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
             f"I/O {100 * io / cap:.0f} %")
 
 
+def _short(path: str, n: int) -> str:
+    """A path cut to n characters from its end (the file name and its folders matter most): …/a/b/file."""
+    return path if len(path) <= n else "…" + path[-(n - 1):]
+
+
 def _named(report: dict[str, Any], procs: list[int]) -> str:
     """Processes as "role pid" (e.g. "worker 17722") where the job knows them, else as indices."""
     by = {p["proc"]: p for p in report["job"].get("processes", [])}
@@ -173,7 +178,9 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
             if f.get("evidence"):
                 con.print(f"      evidence: {_evidence(f['evidence'])}", style="dim", markup=False)
             if f.get("files"):
-                con.print("      files: " + ", ".join(f["files"][:3]) + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim", markup=False)
+                keep = max(24, (width - 20) // 3)
+                con.print("      files: " + ", ".join(_short(x, keep) for x in f["files"][:3])
+                          + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim", markup=False)
             if f.get("processes"):
                 con.print("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim")
             con.print(f"      → {_advice(f['recommendation'])}", markup=False)
@@ -198,7 +205,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         for c in ("file", "module", "I/O s", "read", "written", "procs"):
             t.add_column(c, justify="left" if c in ("file", "module") else "right", overflow="fold")
         for f in report["top_files"]:
-            t.add_row(f["path"], f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
+            t.add_row(_short(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
                       human_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
         con.print(t)
     sp = report.get("process_spread")

@@ -150,3 +150,50 @@ def write_html(profile, findings, report, *, html_path: Path | None, home: Path,
     page = render_html(profile, findings, report=report, obfuscate=obfuscate, dask_report_href=href, config=config)
     atomic_write(html_path, page)
     return html_path
+
+
+def build_profile_for(target: str, *, log_tree: str | None, pick: str | None, take_all: bool, config, progress: bool):
+    """Resolve TARGET through the service layer, with a progress bar on a terminal. Returns (profile, home)."""
+    from ..service import load_target
+
+    bar: list = []
+
+    def on_logs(n: int) -> None:
+        if progress and n > 20 and sys.stderr.isatty():
+            from rich.progress import Progress
+
+            b = Progress(transient=True, console=_stderr_console())
+            b.start()
+            bar.extend([b, b.add_task("reading logs", total=n)])
+
+    try:
+        got = load_target(target=target, log_tree=log_tree, pick=pick, take_all=take_all, config=config,
+                          on_logs=on_logs, progress=lambda n: bar and bar[0].advance(bar[1], n))
+    finally:
+        if bar:
+            bar[0].stop()
+    return got.profile, got.home
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_choices(exc: AmbiguousInput) -> None:
+    from datetime import datetime, timezone
+
+    if exc.choices and isinstance(exc.choices[0], str):  # iodiag job ids (a prefix of several jobs)
+        print(f"iodiag: {exc.message.split(': ')[0]}:", file=sys.stderr)
+        for c in exc.choices[:50]:
+            print(f"  {c}", file=sys.stderr)
+        if len(exc.choices) > 50:
+            print(f"  … {len(exc.choices) - 50} more (iodiag jobs)", file=sys.stderr)
+        return
+    print(f"iodiag: {exc.message}:", file=sys.stderr)
+    print(f"  {'job id':<14} {'processes':>9}  {'start (UTC)':<20} executables", file=sys.stderr)
+    for c in exc.choices:
+        start = datetime.fromtimestamp(c.start_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if c.start_s else "?"
+        bad = f"  ({len(c.unreadable)} unreadable)" if c.unreadable else ""
+        print(f"  {c.job_id:<14} {c.processes:>9}  {start:<20} {', '.join(c.exes) or '?'}{bad}", file=sys.stderr)

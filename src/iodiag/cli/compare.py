@@ -40,7 +40,7 @@ def compare_cmd(
     job_b: Optional[str] = typer.Option(None, "--job-b", help="When folder B holds several jobs: the job id to take from it."),
     take_all: bool = typer.Option(False, "--all", help="Take every log of a folder (A, B or both; not one picked with --job-a/--job-b) as one job."),
 ) -> None:
-    from .report import _print_choices
+    from .common import _print_choices
 
     run_guarded(lambda: _compare(a=a, b=b, json_out=json_out, html=html, obfuscate=obfuscate,
                                  config_file=config_file, log_tree=log_tree, job_a=job_a, job_b=job_b, take_all=take_all),
@@ -50,7 +50,7 @@ def compare_cmd(
 def _side(target: str, *, side: str, pick: str | None, take_all: bool, log_tree, cfg, progress: bool):
     """Load one side; a folder of several jobs names this side's option in its hint."""
     from ..errors import AmbiguousInput, InputNotFound
-    from .report import build_profile_for
+    from .common import build_profile_for
 
     is_dir = Path(target).is_dir()
     try:

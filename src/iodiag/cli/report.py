@@ -8,68 +8,8 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import AmbiguousInput, InputNotFound
 from .app import app
-from .common import atomic_write, fail, run_guarded
-
-
-def build_profile_for(target: str, *, log_tree: str | None, pick: str | None, take_all: bool, config, progress: bool):
-    """Resolve TARGET to logs or a stored job and load its profile. Returns (profile, where_to_write)."""
-    from ..analyzers.load import load_job
-    from ..analyzers.locate import resolve_target
-
-    logset = resolve_target(target, log_tree=log_tree, pick=pick, take_all=take_all, config=config)
-    if logset is None:
-        try:
-            from ..analyzers.job import load_job_record
-            from ..jobs.store import find_job
-        except ImportError:
-            raise InputNotFound(
-                f"{target}: no such file, folder or job",
-                hint="give a Darshan log, a folder of logs, or a scheduler job id with --log-tree",
-            ) from None
-        record = find_job(target)
-        return load_job_record(record, config=config), Path(record.path)
-    cb = None
-    bar = None
-    if progress and len(logset.paths) > 20 and sys.stderr.isatty():
-        from rich.progress import Progress
-
-        bar = Progress(transient=True, console=_stderr_console())
-        bar.start()
-        task = bar.add_task("reading logs", total=len(logset.paths))
-        cb = lambda n: bar.advance(task, n)  # noqa: E731
-    try:
-        prof = load_job(logset.paths, config=config, job_id=logset.job_id, progress=cb)
-    finally:
-        if bar is not None:
-            bar.stop()
-    first = Path(logset.paths[0])
-    return prof, (first.parent if first.is_file() else first)
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
-def _print_choices(exc: AmbiguousInput) -> None:
-    from datetime import datetime, timezone
-
-    if exc.choices and isinstance(exc.choices[0], str):  # iodiag job ids (a prefix of several jobs)
-        print(f"iodiag: {exc.message.split(': ')[0]}:", file=sys.stderr)
-        for c in exc.choices[:50]:
-            print(f"  {c}", file=sys.stderr)
-        if len(exc.choices) > 50:
-            print(f"  … {len(exc.choices) - 50} more (iodiag jobs)", file=sys.stderr)
-        return
-    print(f"iodiag: {exc.message}:", file=sys.stderr)
-    print(f"  {'job id':<14} {'processes':>9}  {'start (UTC)':<20} executables", file=sys.stderr)
-    for c in exc.choices:
-        start = datetime.fromtimestamp(c.start_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if c.start_s else "?"
-        bad = f"  ({len(c.unreadable)} unreadable)" if c.unreadable else ""
-        print(f"  {c.job_id:<14} {c.processes:>9}  {start:<20} {', '.join(c.exes) or '?'}{bad}", file=sys.stderr)
+from .common import _print_choices, atomic_write, build_profile_for, run_guarded
 
 
 @app.command(
@@ -106,29 +46,13 @@ def report_cmd(
 
 
 def _report(*, target, json_out, json_file, html, html_path, config_file, mute, log_tree, job, take_all, obfuscate, color) -> None:
-    import dataclasses
-
-    from ..analyzers.detectors import diagnose
     from ..config import load_config
-    from ..reports.json_report import build_report, render_json
+    from ..reports.json_report import render_json
+    from ..service import diagnose_report, with_mutes
 
-    cfg = load_config(config_file)
-    if mute:
-        from ..findings import FINDING_IDS
-
-        unknown = [m for m in mute if m not in FINDING_IDS]
-        if unknown:
-            fail(f"--mute {unknown[0]}: not a finding id", hint="known ids: " + ", ".join(FINDING_IDS), code=2)
-        cfg = dataclasses.replace(cfg, report=dataclasses.replace(cfg.report, mute=tuple(cfg.report.mute) + tuple(mute)))
+    cfg = with_mutes(load_config(config_file), mute)
     prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out)
-    findings = diagnose(prof, cfg)
-    report = build_report(prof, findings)
-    if obfuscate:
-        try:
-            from ..reports.obfuscate import obfuscate_report
-        except ImportError:
-            fail("--obfuscate is not available in this build", hint="update iodiag", code=10)
-        report = obfuscate_report(report)
+    findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate)
     text = render_json(report)
     if json_file:
         atomic_write(json_file, text + "\n")

@@ -253,7 +253,6 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
             return []
         n = int(eligible.sum())
         active = n - len(idle)
-        m = metrics_of(profile)
         io_wall = time_model_of(profile).io_wall_s
         cost = io_wall * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,

@@ -157,3 +157,29 @@ def test_same_findings_under_both_collectors(tmp_path):
     assert {"small-io", "metadata-storm", "many-small-files"} <= emb
     # Darshan's default cap of 1024 POSIX records is hit by the 1,200 files: it adds partial-log
     assert emb == dar - {"partial-log"}
+
+
+TINY_WRITES = """
+import os, sys
+os.makedirs(sys.argv[1], exist_ok=True)
+out = os.path.join(sys.argv[1], "tiny.bin")
+fd = os.open(out, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+for i in range(100000):
+    os.write(fd, b"z" * 64)
+os.close(fd)
+"""
+
+
+def test_same_severities_under_both_collectors(tmp_path):
+    """The same tiny-write workload (100,000 writes of 64 B) gets small-io at the same severity whichever
+    collector recorded it (was HIGH under Darshan, LOW under the embedded collector: severity followed the
+    share of summed I/O time; it now follows the share of the run, which both collectors measure alike)."""
+    from iodiag.analyzers.detectors import diagnose
+
+    script = tmp_path / "w.py"
+    script.write_text(textwrap.dedent(TINY_WRITES))
+    _run_both(script, tmp_path)
+    emb = {f.id: f for f in diagnose(load_traces(tmp_path / "traces", job_id="e"))}
+    dar = {f.id: f for f in diagnose(load_job([str(p) for p in (tmp_path / "logs").iterdir()]))}
+    assert emb["small-io"].severity == dar["small-io"].severity, (emb["small-io"], dar["small-io"])
+    assert emb["small-io"].evidence["small_writes"] == dar["small-io"].evidence["small_writes"] == 100000

@@ -14,7 +14,7 @@ from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
 from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, metrics_of, module_sums, on_parallel_fs, ops_groups,
-                       pcol)
+                       pcol, std_file_ids)
 from ._common import file_cost, finding, pct, top_files
 from ..context import job_context
 from .layers import rmw_files
@@ -64,6 +64,7 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
     nonseq = (r - sr) + (w - sw)
     ops = r + w
     hit = (nonseq >= c.min_ops) & (nonseq >= c.random_share * np.maximum(ops, 1))
+    hit &= ~isin(fids, std_file_ids(profile))  # a terminal or pipe has no offsets to sort
     if not hit.any():
         return []
     m = metrics_of(profile)

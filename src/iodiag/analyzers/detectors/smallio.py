@@ -15,7 +15,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist,
+from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist, std_file_ids,
                        small_bucket_count)
 from ..context import job_context
 from ._common import file_cost, finding, pct, top_files, top_procs
@@ -72,6 +72,7 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     small_f = group_sum(fidx, (sr + sw).astype("f8"), len(fids))
     ops_f = group_sum(fidx, (reads + writes).astype("f8"), len(fids))
     hit = (small_f >= c.min_ops) & (small_f >= c.min_share * np.maximum(ops_f, 1))
+    hit &= ~isin(fids, std_file_ids(profile))  # writes to a terminal or pipe are not file I/O to tune
     if not hit.any():
         return []
     m = metrics_of(profile)

@@ -168,3 +168,11 @@ def test_compare_says_when_collectors_differ():
     assert "3.1.3" in d["notes"][0] and "3.1.4" in d["notes"][0]
     assert "note: A and B were recorded by different collector versions" in render_compare_text(d)
     assert compare_jobs(a, a)["notes"] == []
+
+
+def test_darshan_blind_spot_by_version_and_glibc():
+    """Darshan <= 3.5 on glibc >= 2.33 misses stat(): said by version and C library (no runtime needed)."""
+    from iodiag.analyzers.job import darshan_blind_spots
+
+    assert darshan_blind_spots("3.5.0", "2.36") and darshan_blind_spots("3.4.6", "2.33")
+    assert darshan_blind_spots("3.5.0", "2.31") == [] and darshan_blind_spots("3.6.0", "2.36") == []

@@ -56,7 +56,7 @@ def test_one_step_chunks_get_task_overhead_and_its_chunk_advice_removes_it(tmp_p
     assert ev["chunks_now"] == [1, 1, 45, 90] and ev["array_shape"] == [120, 10, 45, 90]
     assert "chunks={" in top.recommendation and "'time'" in top.recommendation
     dt = dask_time_of(tiny)
-    assert dt.tasks >= 1200 and dt.share("between_tasks") >= 0.2
+    assert dt.tasks >= 1200 and dt.between_share_of_span >= 0.2
     parts = dt.split_s
     assert sum(parts.values()) == pytest.approx(dt.threads * dt.run_s, rel=1e-6)
     # the conversion's bytes are joined to its store tasks

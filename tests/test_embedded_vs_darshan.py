@@ -183,3 +183,25 @@ def test_same_severities_under_both_collectors(tmp_path):
     dar = {f.id: f for f in diagnose(load_job([str(p) for p in (tmp_path / "logs").iterdir()]))}
     assert emb["small-io"].severity == dar["small-io"].severity, (emb["small-io"], dar["small-io"])
     assert emb["small-io"].evidence["small_writes"] == dar["small-io"].evidence["small_writes"] == 100000
+
+
+def test_darshan_stat_blind_spot_is_said(tmp_path):
+    """2,000 os.stat() calls: Darshan 3.5 on this glibc counts none, the embedded collector counts them; the
+    Darshan job says so in its blind spots (a stat storm cannot show as metadata-storm there)."""
+    import json
+
+    from conftest import run_cli
+
+    script = tmp_path / "s.py"
+    script.write_text(f"import os\nopen({str(tmp_path / 'x')!r}, 'w').write('x')\n"
+                      f"for i in range(2000):\n    os.stat({str(tmp_path / 'x')!r})\n")
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    stats = {}
+    for coll in ("darshan", "embedded"):
+        assert run_cli("run", "--collector", coll, "--", sys.executable, str(script), env=home).returncode == 0
+        rep = json.loads(run_cli("report", "last", "--json", env=home).stdout)
+        stats[coll] = (rep["volumes"]["stats"], rep["job"]["blind_spots"])
+    assert stats["embedded"][0] >= 2000
+    if stats["darshan"][0] == 0:  # the runtime misses stat(): the report must say it
+        assert any("stat()" in b for b in stats["darshan"][1])
+

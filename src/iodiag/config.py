@@ -90,7 +90,7 @@ class Severity:
 class Tasks:
     min_tasks: int = 200  # task-overhead: tasks of a job before their overhead is judged ...
     short_task_s: float = 0.1  # ... with a median task shorter than this ...
-    between_share: float = 0.2  # ... and worker threads idle between tasks for at least this share of their time
+    between_share: float = 0.2  # ... and worker threads idle between tasks this share of their first-to-last-task span
     target_chunk_bytes: int = 100 * 1024 * 1024  # recommended bytes per chunk (Dask's guidance: ~100 MB)
 
 

@@ -48,6 +48,29 @@ def _bare_profile(record: "JobRecord", collector: str) -> JobProfile:
     return JobProfile(job=info)
 
 
+def darshan_blind_spots(version: str | None, glibc: str | None = None) -> list[str]:
+    """What a Darshan runtime of ``version`` cannot see on this machine's C library (``glibc``: this host's
+    when not given; a job recorded by ``iodiag run`` ran here).  Darshan up to 3.5 wraps ``__xstat``/``__lxstat``/
+    ``__fxstat`` for stat calls, which glibc 2.33+ no longer routes through: every ``stat()`` is then uncounted
+    (POSIX_STATS stays 0), so a stat storm cannot show as metadata-storm."""
+    import platform
+
+    if glibc is None:
+        lib, glibc = platform.libc_ver()
+        if lib != "glibc":
+            return []
+    try:
+        major, minor = (int(x) for x in str(glibc).split(".")[:2])
+        dv = tuple(int(x) for x in str(version or "0").split(".")[:2])
+    except ValueError:
+        return []
+    if (major, minor) >= (2, 33) and dv <= (3, 5):
+        return [f"stat()/fstat()/lstat() calls (Darshan {version} wraps the __xstat family, which glibc {glibc} no "
+                "longer uses: POSIX_STATS stays 0 and a stat storm cannot show as metadata-storm; "
+                "iodiag run --collector embedded counts them)"]
+    return []
+
+
 def role_of(pid: int, *, workers: set, clients: set, main: int | None, cmdline: str) -> str:
     """A process's role in a job recorded by ``iodiag run``: worker, client, scheduler, nanny or child."""
     if pid in workers:
@@ -140,6 +163,9 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
 
     profile.tasks = load_tasks(folder / "dask")
     _set_roles(profile, d)
+    if collector == "darshan":
+        profile.job.blind_spots.extend(darshan_blind_spots(profile.job.collector_version or
+                                                           (d.get("versions") or {}).get("darshan_runtime")))
     if len(profile.files):
         from .readers.arrays import read_array_meta
 

@@ -44,6 +44,13 @@ class DaskTime:
     task_bytes: dict = field(default_factory=dict)  # task key -> bytes read + written by it
     clock_offsets_s: dict = field(default_factory=dict)  # worker pid -> shift that aligned its I/O with its tasks
 
+    @property
+    def between_share_of_span(self) -> float:
+        """Share of the worker threads' time from their first to their last task spent between tasks (start-up
+        and shutdown left out: they do not grow with the number of tasks)."""
+        span = self.threads * self.run_s - self.split_s["before_first"] - self.split_s["after_last"]
+        return float(self.split_s["between_tasks"] / span) if span > 0 else 0.0
+
     def share(self, key: str) -> float:
         cap = self.threads * self.run_s
         return float(self.split_s.get(key, 0.0) / cap) if cap > 0 else 0.0
@@ -64,6 +71,7 @@ class DaskTime:
         return {"tasks": self.tasks, "task_median_s": r(self.task_median_s), "workers": self.workers,
                 "threads": self.threads, "run_s": r(self.run_s), "split_s": {k: r(v) for k, v in self.split_s.items()},
                 "split_share": {k: r(self.share(k)) for k in self.split_s},
+                "between_share_of_span": r(self.between_share_of_span),
                 "transfer_s": r(self.transfer_s), "spill_s": r(self.spill_s), "io_in_tasks_s": r(self.io_in_tasks_s),
                 "io_outside_tasks_s": r(self.io_outside_tasks_s), "ambiguous_io_share": r(self.ambiguous_io_share),
                 "join": "process and time window (OS thread ids of operations are not Dask's thread idents)",

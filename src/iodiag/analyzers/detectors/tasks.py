@@ -92,12 +92,12 @@ def detect_task_overhead(profile: JobProfile, cfg: Config) -> list[Finding]:
     dt = dask_time_of(profile) if len(profile.tasks) else None
     if dt is None or dt.tasks < c.min_tasks or dt.task_median_s >= c.short_task_s:
         return []
-    between = dt.share("between_tasks")
+    between = dt.between_share_of_span  # from the first to the last task: start-up does not grow with tasks
     if between < c.between_share:
         return []
     wall = dt.split_s["between_tasks"] / max(dt.threads, 1)  # what an average thread waited between tasks
     ev = {"tasks": dt.tasks, "task_median_s": dt.task_median_s, "worker_threads": dt.threads,
-          "between_tasks_share_of_thread_time": between, "task_compute_share": dt.share("task_compute"),
+          "between_tasks_share_of_task_span": between, "between_tasks_share_of_run": dt.share("between_tasks"), "task_compute_share": dt.share("task_compute"),
           "task_io_share": dt.share("task_io"), "between_tasks_thread_s": dt.split_s["between_tasks"]}
     arrays = [a for a in profile.job.arrays if a["nchunks"] > 1]
     if arrays:
@@ -119,5 +119,5 @@ def detect_task_overhead(profile: JobProfile, cfg: Config) -> list[Finding]:
         rec = (f"{dt.tasks:,} tasks of median {dt.task_median_s * 1000:.1f} ms: use fewer, larger chunks "
                f"(~{fmt_bytes(c.target_chunk_bytes)} each) so each task does enough work to outweigh its scheduling")
     return [finding(cfg, profile, "task-overhead", f"{dt.tasks:,} short tasks (median {dt.task_median_s * 1000:.1f} ms):"
-                    f" worker threads wait between tasks {100 * between:.0f} % of their time", wall_s=wall,
+                    f" worker threads wait between tasks {100 * between:.0f} % of the time tasks run", wall_s=wall,
                     evidence=ev, recommendation=rec)]

@@ -113,3 +113,40 @@ def test_stragglers_are_explained_by_their_own_io(tmp_path):
     assert "I/O-bound" in strag["write"].recommendation, strag["write"].recommendation
     assert strag["write"].evidence["slowest_task_bytes"] == 300000
     assert "not I/O-bound" in strag["spin"].recommendation, strag["spin"].recommendation
+
+
+GROW = r'''
+import os, sys
+from distributed import Client, LocalCluster
+out, workers, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(out, exist_ok=True)
+
+def write(i, n):
+    with open(os.path.join(out, f"w{i}.bin"), "wb", buffering=0) as fh:
+        for _ in range(n):
+            fh.write(b"x" * 512)
+    return n
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
+            Client(lc) as c:
+        c.gather([c.submit(write, i, n, key=f"write-{i}", pure=False) for i in range(8)])
+'''
+
+
+def test_scaling_names_the_component_that_grew(tmp_path):
+    """Two real runs: 1 worker whose write tasks make 300 writes each, 2 workers whose tasks make 3,000: the
+    scaling analysis names the 'write' tasks and says each issues ~10x the operations (the work grew, not the
+    storage's time per operation)."""
+    from iodiag.analyzers.detectors.scaling import _grown_component
+
+    _embedded_ok()
+    script = tmp_path / "grow.py"
+    script.write_text(GROW)
+    a = _run(tmp_path, "w1", str(script), str(tmp_path / "a"), "1", "300")
+    b = _run(tmp_path, "w2", str(script), str(tmp_path / "b"), "2", "3000")
+    ev = {}
+    text = _grown_component(a, b, ev)
+    assert ev["grown_prefix"] == "write"
+    assert ev["ops_per_task_worst"] / ev["ops_per_task_base"] == pytest.approx(10, rel=0.05)
+    assert "'write' tasks" in text and "the operations" in text

@@ -20,6 +20,7 @@ from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
 from ..metrics import fmt_bytes, metrics_of
+from ..tasktime import dask_time_of
 from ._common import finding
 
 
@@ -48,10 +49,40 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
           "strictly_weak": weak, "jobs": [r[5] for r in rows]}
     # what the worst run lost: its per-process I/O time beyond what the base bandwidth would need
     lost = w[2] - w[1] / base[3]
+    why = _grown_component(base[6], w[6], ev)
     # each process of the worst run waits ``lost`` seconds more than the base bandwidth needs: wall seconds of it
     return [finding(cfg, w[6], "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
                     f"{base[0]} to {w[0]} processes", wall_s=lost, process_s=lost * w[0], evidence=ev,
-                    recommendation=f"at {w[0]} processes each moves {fmt_bytes(w[1])} at {fmt_bytes(w[3])}/s against "
+                    recommendation=why + f"at {w[0]} processes each moves {fmt_bytes(w[1])} at {fmt_bytes(w[3])}/s against "
                     f"{fmt_bytes(base[3])}/s at {base[0]}: the shared storage saturates or the processes contend; "
                     "aggregate (fewer writers: collective I/O, one writer per node), stripe wider, or cap the "
                     f"process count near the last efficient run")]
+
+
+def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
+    """What grew from the base run to the worst one, for Dask runs (tasks joined to their I/O): the task prefix
+    whose median duration grew most, and whether its I/O seconds per operation grew (contention on the storage)
+    while its operations per task stayed equal, or its compute did (not I/O)."""
+    a, b = dask_time_of(base), dask_time_of(worst)
+    if a is None or b is None:
+        return ""
+    pa = {p["prefix"]: p for p in a.prefixes if p["tasks"] >= 2}
+    pb = {p["prefix"]: p for p in b.prefixes if p["tasks"] >= 2}
+    common = [k for k in pb if k in pa and pa[k]["median_s"] > 0]
+    if not common:
+        return ""
+    k = max(common, key=lambda x: pb[x]["median_s"] / pa[x]["median_s"])
+    x, y = pa[k], pb[k]
+    slow = y["median_s"] / x["median_s"]
+    per_op = lambda p: p["io_s"] / p["ops"] if p["ops"] else 0.0  # noqa: E731
+    ops_task = lambda p: p["ops"] / p["tasks"]  # noqa: E731
+    io_x, io_y = per_op(x), per_op(y)
+    ev.update(grown_prefix=k, grown_prefix_slowdown=slow, io_s_per_op_base=io_x, io_s_per_op_worst=io_y,
+              ops_per_task_base=ops_task(x), ops_per_task_worst=ops_task(y))
+    text = f"'{k}' tasks are {slow:.1f}x slower at {b.workers} workers than at {a.workers}; "
+    if io_x > 0 and io_y / io_x >= 1.5 and ops_task(y) <= 1.25 * max(ops_task(x), 1e-9):
+        return text + (f"time per I/O operation x{io_y / io_x:.1f} while operations per task stay equal: contention "
+                       "on the storage, not Dask overhead; ")
+    if ops_task(x) > 0 and ops_task(y) / ops_task(x) >= 1.5:
+        return text + f"each task issues {ops_task(y) / ops_task(x):.1f}x the operations: the work per task grew; "
+    return text + "their I/O per operation did not grow: compute or scheduling, not the storage; "

@@ -233,14 +233,15 @@ def test_process_killed_while_darshan_writes_its_log_is_recovered(runtime, tmp_p
     script = tmp_path / "shut.py"
     script.write_text(SHUTDOWN)
     home = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, "-m", "iodiag", "run", "--darshan", "--dxt", str(script), str(tmp_path / "f.bin")],
+    proc = subprocess.Popen([sys.executable, "-m", "iodiag", "run", "--darshan", "--dxt", "--mmap-dir", str(tmp_path / "mmap"),
+                             str(script), str(tmp_path / "f.bin")],
                             env=cli_env({"IODIAG_HOME": str(home)}), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     pid = int(proc.stdout.readline())
     deadline = time.time() + 60
     mmap = []
     while not mmap and time.time() < deadline:
-        mmap = list(home.glob("jobs/*/logs/mmap/*.darshan"))
+        mmap = list((tmp_path / "mmap").glob("iodiag-mmap-*/*.darshan"))  # node-local, outside the job store
         time.sleep(0.01)
     assert mmap, "Darshan made no mmap log"
     time.sleep(2.0)  # the watch has linked it by now (it looks at least once a second)
@@ -255,6 +256,8 @@ def test_process_killed_while_darshan_writes_its_log_is_recovered(runtime, tmp_p
     if any(LOG_DONE.search(p) for p in rec.data["artefacts"]["logs"]):
         pytest.skip("Darshan finished writing its log before the kill landed")
     assert [(r["pid"], r["when"]) for r in rec.data["recovered_logs"]] == [(pid, "during shutdown")]
+    # the mmap log came into the job store because it was needed; the node-local folder is gone
+    assert not list((tmp_path / "mmap").glob("iodiag-mmap-*")) and not (rec.folder / "logs" / "mmap").exists()
     prof = load_job_record(rec)  # loads either way
     assert any(i.kind == "recovered-mmap" for i in prof.issues_seen)
     if "POSIX" in prof.counters:

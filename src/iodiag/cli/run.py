@@ -39,6 +39,7 @@ def run_command(
     store: Optional[str] = typer.Option(None, "--store", help="Job store folder (default: $IODIAG_HOME, else $XDG_DATA_HOME/iodiag)."),
     no_dask: bool = typer.Option(False, "--no-dask", help="Do not capture the Dask task stream and performance report."),
     no_dask_report: bool = typer.Option(False, "--no-dask-report", help="Capture the Dask task stream and workers but not the performance report HTML (saves 1-4 s at client close)."),
+    mmap_dir: Optional[str] = typer.Option(None, "--mmap-dir", help="Where Darshan keeps its mmap logs while the run lasts (default: node-local temp, like Darshan's /tmp; kept in the job only for a killed process)."),
     max_records: Optional[int] = typer.Option(None, "--max-records", help="Records per module and process: Darshan's MAX_RECORDS (default 16384) or the embedded collector's trace cap."),
 ) -> None:
     state: dict = {}
@@ -56,7 +57,7 @@ def run_command(
         settings = DarshanSettings() if max_records is None else DarshanSettings(max_records=max_records)
         opts = RunOptions(command=command, collector=chosen or "auto", dxt=dxt, name=name, darshan_lib=darshan_lib,
                           store=store, dask=not no_dask, dask_report=not no_dask_report, settings=settings,
-                          max_records=max_records)
+                          max_records=max_records, mmap_dir=mmap_dir)
         state["result"] = run_job(opts)
 
     run_guarded(body)

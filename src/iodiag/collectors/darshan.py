@@ -328,8 +328,10 @@ def render_config(settings: DarshanSettings, *, dxt: bool, exclude_dirs: Sequenc
 def darshan_environment(runtime: DarshanRuntime, *, job_dir: Path, darshan_jobid: int, dxt: bool,
                         settings: DarshanSettings | None = None,
                         env: Mapping[str, str] | None = None, when: float | None = None,
-                        extra_exclude: Sequence[str] = ()) -> dict[str, str]:
-    """Create logs/, logs/mmap/ and darshan.conf in ``job_dir``; return the variables to set.
+                        extra_exclude: Sequence[str] = (), mmap_dir: Path | None = None) -> dict[str, str]:
+    """Create logs/ and darshan.conf in ``job_dir`` and the folder of Darshan's mmap logs (``mmap_dir``, default
+    ``logs/mmap``; ``iodiag run`` gives a node-local one, as Darshan's own default /tmp is, so the job store on
+    Lustre or NFS never holds the sparse file every process maps while it runs); return the variables to set.
 
     The returned mapping holds values to set; a value of ``None`` is never
     returned, variables to remove are listed in ``REMOVE_VARS``.
@@ -337,7 +339,8 @@ def darshan_environment(runtime: DarshanRuntime, *, job_dir: Path, darshan_jobid
     settings = settings or DarshanSettings()
     env = os.environ if env is None else env
     logs = job_dir / "logs"
-    mmap_dir = logs / "mmap"
+    logs.mkdir(parents=True, exist_ok=True)
+    mmap_dir = mmap_dir or logs / "mmap"
     mmap_dir.mkdir(parents=True, exist_ok=True)
     if "DARSHAN_LOGPATH" not in runtime.log_path_by_env:
         # date-formatted log tree: LOGPATH/<year>/<month>/<day>/ must exist
@@ -386,9 +389,12 @@ REMOVE_VARS = ("DARSHAN_LOGFILE", "DARSHAN_DISABLE")
 MMAP_RE = re.compile(r"^(?P<user>.+?)_(?P<exe>.+)_id(?P<jobid>-?\d+)_mmap-log-(?P<hash>\d+)-(?P<rank>\d+)\.darshan$")
 
 
-def find_logs(logs_dir: Path) -> dict[str, list[Path]]:
-    """Sort what Darshan left in ``logs_dir``: final logs, ``.darshan_partial`` files, mmap remnants."""
+def find_logs(logs_dir: Path, mmap_dir: Path | None = None) -> dict[str, list[Path]]:
+    """Sort what Darshan left in ``logs_dir``: final logs, ``.darshan_partial`` files, and the mmap remnants in
+    ``mmap_dir`` (when it is outside ``logs_dir``: node-local storage) or in ``logs_dir/mmap``."""
     out: dict[str, list[Path]] = {"logs": [], "partial": [], "mmap": []}
+    if mmap_dir is not None and mmap_dir.is_dir() and logs_dir not in mmap_dir.parents and mmap_dir != logs_dir / "mmap":
+        out["mmap"] = sorted(p for p in mmap_dir.iterdir() if p.is_file() and MMAP_RE.match(p.name))
     if not logs_dir.is_dir():
         return out
     for path in sorted(logs_dir.rglob("*")):
@@ -428,8 +434,14 @@ def recover_mmap_log(path: Path, *, dest_dir: Path, pid: int | None) -> Path | N
     dest = dest_dir / name
     try:
         os.replace(path, dest)
-    except OSError:
-        return None
+    except OSError:  # another file system (a node-local mmap folder): copy it, then let the original go
+        import shutil
+
+        try:
+            shutil.copyfile(path, dest)
+            path.unlink()
+        except OSError:
+            return None
     return dest
 
 

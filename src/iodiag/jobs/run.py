@@ -20,6 +20,7 @@ import secrets
 import shutil
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,7 @@ class RunOptions:
     grace_s: float = 10.0
     tick_s: float = 1.0
     max_records: int | None = None  # --max-records as given (None: each collector's default)
+    mmap_dir: str | None = None  # where Darshan's mmap logs go while the run lasts (default: node-local temp)
 
 
 @dataclass
@@ -207,11 +209,12 @@ def _run_in(record: JobRecord, opts: RunOptions, argv: list[str], collector: str
         darshan_jobid = secrets.randbelow(2**31 - 2) + 1
         for var in dcol.REMOVE_VARS:
             child_env.pop(var, None)
+        watch = Path(opts.mmap_dir or tempfile.gettempdir()) / f"iodiag-mmap-{record.id}"
         child_env.update(dcol.darshan_environment(runtime, job_dir=folder, darshan_jobid=darshan_jobid, dxt=opts.dxt,
                                                   settings=opts.settings, env=base_env,
-                                                  extra_exclude=[str(PRELOAD_FILE.parent)]))
-        watch = folder / "logs" / "mmap"
+                                                  extra_exclude=[str(PRELOAD_FILE.parent)], mmap_dir=watch))
         record.data["darshan"] = {**runtime.to_dict(), "jobid": darshan_jobid, "config": "darshan.conf",
+                                  "mmap_dir": str(watch),
                                   "settings": opts.settings.__dict__ if hasattr(opts.settings, "__dict__") else {}}
     elif collector == "embedded":
         traces = folder / "traces"
@@ -306,9 +309,9 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
     # --- Darshan ----------------------------------------------------------------------------
     if collector == "darshan":
         logs_dir = folder / "logs"
-        mmap_dir = logs_dir / "mmap"
+        mmap_dir = Path((record.data.get("darshan") or {}).get("mmap_dir") or logs_dir / "mmap")
         keep_dir = mmap_dir / KEEP_DIR
-        found = dcol.find_logs(logs_dir)
+        found = dcol.find_logs(logs_dir, mmap_dir)
         logged_pids: set[int] = set()
         for p in found["logs"]:
             m = LOG_PID_RE.search(p.name)
@@ -374,6 +377,8 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
                             "cause": "no Darshan log and no mmap log left (killed, or the runtime was not loaded)"})
         for m in missing:
             reasons.append(f"process {m['pid'] or '?'} ({m['role']}) has no Darshan log: {m['cause']}")
+        if folder not in mmap_dir.parents:  # the node-local mmap folder: what was needed is recovered by now
+            shutil.rmtree(mmap_dir, ignore_errors=True)
         artefacts["logs"] = sorted(_rel(folder, found["logs"]))
         if not found["logs"]:
             reasons.append("Darshan wrote no log at all (was the program dynamically linked? see `darshan-config --all`)")

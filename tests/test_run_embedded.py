@@ -92,3 +92,30 @@ def test_detector_gates_hold_on_an_embedded_collector_job(tmp_path, monkeypatch)
     found = gates_agree(lambda: load_job_record(rec), Config(), monkeypatch)
     # 4,000 writes and 4,000 reads of 64 B, 400 files created and stat'ed: gated detectors that fire
     assert {"small-io", "metadata-storm"} <= {f["id"] for f in found}, [f["id"] for f in found]
+
+
+POOL = r'''
+import multiprocessing as mp, os, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+def f(x):
+    with open(os.path.join(out, f"p{x}.txt"), "w") as fh:
+        fh.write("x" * 100)
+    return x
+if __name__ == "__main__":
+    with mp.get_context("fork").Pool(3) as p:
+        print(sum(p.map(f, range(12))))
+'''
+
+
+def test_fork_pool_workers_are_children_not_unknown_kills(tmp_path):
+    """multiprocessing fork-pool workers end without exit handlers (terminated by the pool, or os._exit): the job
+    names them as child processes and says how they ended, without calling them unknown."""
+    rec = _run_embedded(tmp_path, POOL, 0)
+    prof = load_job_record(rec)
+    roles = prof.processes["role"].tolist()
+    assert roles.count("main") == 1 and roles.count("child") >= 3
+    causes = [i.cause for i in prof.issues_seen if i.kind == "killed"]
+    assert all("unknown" not in c and "os._exit" in c for c in causes)
+    files = [p for p in prof.files["path"].tolist() if "/out/p" in p]
+    assert len(files) == 12  # every worker's writes are in the job

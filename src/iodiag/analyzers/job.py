@@ -199,7 +199,7 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
                                 next_step="its I/O is absent from every table; numbers are a lower bound"))
     for r in d.get("recovered_logs") or []:
         issues.append(LoadIssue(path=str(folder / r["log"]), kind="recovered-mmap",
-                                cause=f"process {r.get('pid') or '?'} ({r.get('role')}) was killed; its records come "
+                                cause=f"process {r.get('pid') or '?'} ({r.get('role')}) ended without Darshan's shutdown (a signal, or os._exit as pool workers do); its records come "
                                       "from the mmap log Darshan keeps while running (no end time)",
                                 next_step="counters are complete up to the kill (DXT traces are not kept in mmap logs); "
                                           + ("the end time is the start of its shutdown" if r.get("when") == "during shutdown"

@@ -353,7 +353,8 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
             if new is None:
                 continue
             role = _role(pid, outcome, worker_pids, client_pids, procs)
-            when = ("was killed before writing its Darshan log; its mmap log was recovered" if remnant
+            when = ("ended before Darshan's shutdown could write its log (killed by a signal, or left through "
+                    "os._exit as multiprocessing pool workers do); its mmap log was recovered" if remnant
                     else "was killed while Darshan was writing its log" + (f" ({interrupted[pid]})" if pid in interrupted else "")
                     + "; its mmap log was kept (readable when the kill came before Darshan rewrote the log header)")
             found["logs"].append(new)
@@ -435,7 +436,7 @@ def _signame(sig: int | None) -> str:
 
 def _role(pid, outcome: RunOutcome, worker_pids, client_pids, procs) -> str:
     if pid is None:
-        return "unknown process"
+        return "a process the watch did not see (short-lived, e.g. a pool worker)"
     if pid in worker_pids:
         return f"Dask worker {worker_pids[pid].get('address')}"
     if pid in client_pids or pid == outcome.pid:

@@ -437,7 +437,8 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
         if killed:
             issues.append(LoadIssue(
                 path=str(p), kind="killed",
-                cause=(f"process {int(h['pid'])} ended without exiting (killed by a signal such as SIGTERM or SIGKILL); "
+                cause=(f"process {int(h['pid'])} ended without running its exit handlers (a signal such as SIGTERM or SIGKILL, or "
+                       "os._exit as multiprocessing pool workers do); "
                        f"its trace holds {len(recs)} operations up to the kill"
                        + (f", {inflight} in flight were lost" if inflight else "")),
                 next_step="numbers for this process stop at the kill; the rest of the job is complete"))

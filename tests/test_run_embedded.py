@@ -114,7 +114,8 @@ def test_fork_pool_workers_are_children_not_unknown_kills(tmp_path):
     rec = _run_embedded(tmp_path, POOL, 0)
     prof = load_job_record(rec)
     roles = prof.processes["role"].tolist()
-    assert roles.count("main") == 1 and roles.count("child") >= 3
+    # (a worker that got no task makes no traced call and leaves no trace: at least one child)
+    assert roles.count("main") == 1 and roles.count("child") == len(roles) - 1 >= 1
     causes = [i.cause for i in prof.issues_seen if i.kind == "killed"]
     assert all("unknown" not in c and "os._exit" in c for c in causes)
     files = [p for p in prof.files["path"].tolist() if "/out/p" in p]

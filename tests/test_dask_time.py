@@ -62,6 +62,13 @@ def test_one_step_chunks_get_task_overhead_and_its_chunk_advice_removes_it(tmp_p
     # the conversion's bytes are joined to its store tasks
     store = next(p for p in dt.prefixes if p["prefix"].startswith("store"))
     assert store["bytes"] >= 120 * 10 * 45 * 90 * 4
+    # --obfuscate hides the store's path and the variable's name in the evidence and the advice
+    from iodiag.reports.json_report import build_report
+    from iodiag.reports.obfuscate import obfuscate_report
+
+    obf = obfuscate_report(build_report(tiny, findings))
+    f = next(x for x in obf["findings"] if x["id"] == "task-overhead")
+    assert str(tmp_path) not in str(obf) and not f["recommendation"].startswith("ta ") and "var-" in f["recommendation"]
     # apply the recommendation: the same conversion with the recommended chunks
     new = ",".join(str(x) for x in ev["chunks_recommended"])
     big = _run(tmp_path, "big", *conv, "--dst", str(tmp_path / "b.zarr"), "--chunks", new)

@@ -115,6 +115,14 @@ class Obfuscator:
                 out.append("arg-" + _digest(self.salt, "arg", word, 8))
         return " ".join(out)
 
+    def variable(self, name: str | None) -> str | None:
+        """An array (variable) name, e.g. from a Zarr store: hashed wherever it appears as a word."""
+        if not name or _WORD_TOKEN_RE.match(name):
+            return name
+        tok = "var-" + _digest(self.salt, "var", name, 6)
+        self._remember_word(name, tok)
+        return tok
+
     def worker(self, address: str) -> str:
         """A Dask worker address ``tcp://host:port``: the host is hashed, the port kept."""
         m = re.match(r"^([a-z]+://)?\[?([^\]]+?)\]?(:\d+)?$", address or "")
@@ -185,6 +193,9 @@ class Obfuscator:
             self.path(p)
         for p in {*job.logs, *profile.processes["log_path"].tolist()}:
             self.path(p)
+        for a in job.arrays:  # Zarr arrays the job touched: the variable names that advice quotes
+            self.path(a["path"])
+            self.variable(a["path"].rstrip("/").rsplit("/", 1)[-1])
 
 
 def _map_column(values: np.ndarray, fn) -> np.ndarray:
@@ -279,6 +290,12 @@ def obfuscate_report(report: dict, *, salt: str = "", obf: Obfuscator | None = N
             obf.path(p)
     for e in report.get("errors") or []:
         obf.path(e.get("path", ""))
+    for f in report.get("findings") or []:  # arrays named in evidence: their paths and variable names
+        for key in ("array", "largest_array"):
+            v = (f.get("evidence") or {}).get(key)
+            if isinstance(v, str) and v:
+                obf.path(v)
+                obf.variable(v.rstrip("/").rsplit("/", 1)[-1])
     out = obf.scrub(report)
     if "job" in out:
         j = dict(out["job"])

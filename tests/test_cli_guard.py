@@ -128,3 +128,20 @@ def test_darshan_lib_must_be_the_runtime(tmp_path):
     err = _no_traceback(res)
     assert res.returncode == 8 and "darshan-util" in err and "not the Darshan runtime" in err
     assert not (tmp_path / "store" / "jobs").exists() or not any((tmp_path / "store" / "jobs").iterdir())
+
+
+def test_html_option_is_one_grammar(tmp_path):
+    """`--html PATH` and `--html` alone work the same way for report and compare."""
+    from conftest import corpus_path
+
+    log = str(corpus_path("darshan/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan"))
+    page = tmp_path / "r.html"
+    assert run_cli("report", log, "--html", str(page)).returncode == 0 and page.stat().st_size > 10000
+    res = run_cli("compare", log, log, "--html", cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr.decode()[-1000:]
+    assert (tmp_path / "iodiag-compare.html").stat().st_size > 1000
+    from iodiag.cli import normalize_html
+
+    assert normalize_html(["report", "x.darshan", "--html"]) == ["report", "x.darshan", "--html"]
+    assert normalize_html(["site", "report", "d", "--html"]) == ["site", "report", "d", "--html=iodiag-site-report.html"]
+    assert normalize_html(["run", "--", "app", "--html", "a.html"]) == ["run", "--", "app", "--html", "a.html"]

@@ -32,7 +32,7 @@ def compare_cmd(
     a: str = typer.Argument(..., help="The job before: Darshan log, folder of logs, scheduler job id or iodiag job id."),
     b: str = typer.Argument(..., help="The job after (same kinds as A)."),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON (schema iodiag.compare/1)."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write a self-contained HTML page to this path."),
+    html: Optional[Path] = typer.Option(None, "--html", help="--html [PATH]: also write a self-contained HTML page (default: iodiag-compare.html here)."),
     obfuscate: bool = typer.Option(False, "--obfuscate", help="Replace paths, user, executable and host names with stable hashes in every output."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML file overriding detector thresholds."),
     log_tree: Optional[str] = typer.Option(None, "--log-tree", help="Site archive root for scheduler job ids (or $IODIAG_LOG_TREE)."),

@@ -29,7 +29,7 @@ def report_cmd(
     target: str = typer.Argument(..., help="Darshan log, folder of logs, scheduler job id, or iodiag job id ('last')."),
     json_out: bool = typer.Option(False, "--json", help="Print the JSON report (schema iodiag.report/1) on stdout."),
     json_file: Optional[Path] = typer.Option(None, "--json-file", help="Also write the JSON report to this file."),
-    html: bool = typer.Option(False, "--html", help="Write a self-contained HTML report (into the job folder, next to the log, or the current folder)."),
+    html: bool = typer.Option(False, "--html", help="--html [PATH]: write a self-contained HTML report to PATH (default: into the job folder, next to the log, or the current folder)."),
     html_path: Optional[Path] = typer.Option(None, "--html-path", help="Write the HTML report to this path (implies --html)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML file overriding detector thresholds."),
     mute: List[str] = typer.Option([], "--mute", help="Finding id to leave out (repeatable)."),

@@ -97,7 +97,7 @@ def ingest_cmd(
 def report_cmd(
     dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest"),
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
-    html: Optional[Path] = typer.Option(None, "--html", help="also write an HTML report to this path"),
+    html: Optional[Path] = typer.Option(None, "--html", help="--html [PATH]: also write an HTML report (default: iodiag-site-report.html here)"),
     top: int = typer.Option(10, "--top", help="rows in the top users / executables tables"),
 ) -> None:
     """What hurts the site: finding prevalence weighted by core-hours and I/O time,

@@ -287,6 +287,16 @@ def std_file_ids(profile: JobProfile) -> np.ndarray:
     return d["std_ids"]
 
 
+# files of the tools around the workload, not of the workload: Dask's scratch space and worker folders, the
+# performance report Dask writes at client close (iodiag's own job folder is excluded by the collectors)
+_TOOL_PARTS = ("/dask-scratch-space", "/dask-worker-space", "/dask-performance-report")
+
+
+def tool_file(path: str) -> bool:
+    """Whether a path belongs to the tools around the workload (never named in findings or top files)."""
+    return any(part in path for part in _TOOL_PARTS)
+
+
 _TEMP_SUFFIX = re.compile(r"\.[0-9a-f]{16,}\.partial$")
 
 

@@ -191,6 +191,11 @@ def file_times(profile: JobProfile) -> Table:
         "processes": np.asarray([nprocs(acc[f]) for f in fids], dtype="i8"),
     })
     t = _fold_temp_names(t)
+    from .metrics import tool_file
+
+    tools = np.array([tool_file(str(p)) for p in t["path"].tolist()], dtype=bool)
+    if tools.any():  # Dask's scratch files are not the workload's
+        t = t.filter(~tools)
     total = t["read_time_s"] + t["write_time_s"] + t["meta_time_s"]
     t = t.with_columns(io_time_s=total)
     order = np.lexsort((t["path"].astype(str), -total)) if len(t) else np.zeros(0, int)

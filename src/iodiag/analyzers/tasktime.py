@@ -79,6 +79,18 @@ class DaskTime:
                 "per_worker": self.per_worker, "prefixes": self.prefixes[:20], "headline": self.headline}
 
 
+def task_stragglers(dur: np.ndarray, cfg) -> tuple[np.ndarray, float, np.ndarray]:
+    """The straggler rule for the tasks of one prefix (``cfg``: ``Config.stragglers``), shared by the
+    straggler-task detector and the HTML plot: (robust z, median, mask of stragglers)."""
+    from .metrics import robust_z
+
+    z, med, _mad = robust_z(dur)
+    if len(dur) < cfg.task_min_tasks:
+        return z, med, np.zeros(len(dur), bool)
+    slow = (z > cfg.mad_factor) & (dur - med >= max(cfg.task_min_excess_s, cfg.min_excess_share * med))
+    return z, med, slow
+
+
 def _union_len(start: np.ndarray, end: np.ndarray) -> float:
     if not len(start):
         return 0.0

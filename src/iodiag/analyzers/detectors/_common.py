@@ -9,7 +9,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, severity_from_share
 from ...profile import JobProfile
-from ..metrics import final_name, paths_of_ids
+from ..metrics import final_name, paths_of_ids, tool_file
 from ..timemodel import time_model_of, wall_cost_of_files
 
 
@@ -71,16 +71,8 @@ def top_files(profile: JobProfile, file_ids: np.ndarray, weights: np.ndarray, k:
     ids = file_ids[order]
     named = [final_name(p) if p is not None else f"<unnamed {int(f):016x}>"
              for f, p in zip(ids.tolist(), paths_of_ids(profile, ids))]
-    return list(dict.fromkeys(p for p in named if not _tool_file(p)))[:k]  # a temp name and its file: once
+    return list(dict.fromkeys(p for p in named if not tool_file(p)))[:k]  # a temp name and its file: once
 
-
-# files of the tools around the workload, not of the workload: Dask's scratch space and worker folders, the
-# performance report Dask writes at client close (iodiag's own job folder is excluded by the collectors)
-_TOOL_PARTS = ("/dask-scratch-space", "/dask-worker-space", "/dask-performance-report")
-
-
-def _tool_file(path: str) -> bool:
-    return any(part in path for part in _TOOL_PARTS)
 
 
 def top_procs(weights: np.ndarray, k: int) -> list[int]:

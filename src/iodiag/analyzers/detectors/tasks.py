@@ -20,8 +20,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import fmt_bytes, robust_z
-from ..tasktime import dask_time_of
+from ..metrics import fmt_bytes
+from ..tasktime import dask_time_of, task_stragglers
 from ._common import finding
 from ._zarr import rechunk_plan
 
@@ -59,9 +59,8 @@ def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
         sel = np.flatnonzero(prefix == p)
         if len(sel) < c.task_min_tasks:
             continue
-        z, med, mad = robust_z(dur[sel])
-        excess = dur[sel] - med
-        slow = (z > c.mad_factor) & (excess >= max(c.task_min_excess_s, c.min_excess_share * med))
+        z, med, slow = task_stragglers(dur[sel], c)
+        mad = float(np.median(np.abs(dur[sel] - med)))
         if not slow.any():
             continue
         idx = sel[slow][np.argsort(-dur[sel][slow])]

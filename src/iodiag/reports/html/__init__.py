@@ -232,17 +232,18 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
             lambda: draw_task_stream(ts)))
         plots["durations"] = timed("dask", lambda: _spec(
             "plot-durations", "Task durations per prefix",
-            f"Box: quartiles of compute durations per prefix; dots: tasks; red crosses: stragglers (robust z > {cfg.stragglers.mad_factor}, at least {cfg.stragglers.min_excess_s} s over the prefix median).",
+            f"Box: quartiles of compute durations per prefix; dots: tasks; red crosses: stragglers (robust z > {cfg.stragglers.mad_factor}, at least {cfg.stragglers.task_min_excess_s} s over the prefix median, prefixes of {cfg.stragglers.task_min_tasks}+ tasks: the straggler-task finding's rule).",
             lambda: draw_task_durations(durs)))
         strag = durs.filter(durs["straggler"])
         order = np.argsort(-strag["duration_s"]) if len(strag) else np.zeros(0, int)
         dask = {
             "report_href": safe_href(dask_report_href),
             "report_text": dask_report_href if dask_report_href and not safe_href(dask_report_href) else None,
-            "n_tasks": len(profile.tasks), "n_workers": len(ts.workers), "n_lanes": len(ts.lanes),
+            "n_tasks": len(set(profile.tasks["key"].tolist())), "n_workers": len(ts.workers), "n_lanes": len(ts.lanes),
             "n_prefixes": len(set(profile.tasks["prefix"].tolist())),
             "stragglers": strag.take(order[:20]).rows() if len(strag) else [],
-            "mad_factor": cfg.stragglers.mad_factor, "min_excess_s": cfg.stragglers.min_excess_s,
+            "mad_factor": cfg.stragglers.mad_factor, "min_excess_s": cfg.stragglers.task_min_excess_s,
+            "time": (lambda dt: dt.to_dict() if dt is not None else None)(dask_time_of(profile)),
         }
 
     t = time.perf_counter()

@@ -5,8 +5,8 @@ Tasks come from the profile's ``tasks`` table (Dask's task stream); I/O from
 the ``ops`` table of the process whose pid is the worker's pid.  A straggler
 is a task whose duration is far above its prefix's median: robust z-score
 (0.6745 * (d - median) / MAD) above ``Stragglers.mad_factor`` and at least
-``Stragglers.min_excess_s`` slower than the median - the same rule and the
-same ``Config`` values the straggler detector uses.
+``max(Stragglers.task_min_excess_s, min_excess_share x median)`` slower than the median, in a prefix of at
+least ``task_min_tasks`` tasks - the straggler-task detector's rule (``tasktime.task_stragglers``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...analyzers.tasktime import task_stragglers
 from ...config import Stragglers
 from ...profile import OP, JobProfile, Table
 from .. import svg
@@ -241,17 +242,6 @@ def draw_task_stream(ts: TaskStream, *, width: float = 900) -> svg.Figure:
     return fig
 
 
-def robust_z(values: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """(z-scores, median, MAD) with the 0.6745 consistency factor; MAD 0 falls back to the mean deviation."""
-    med = float(np.median(values))
-    dev = np.abs(values - med)
-    mad = float(np.median(dev))
-    scale = mad / 0.6745 if mad > 0 else float(dev.mean()) * 1.2533
-    if scale <= 0:
-        return np.zeros(len(values)), med, mad
-    return (values - med) / scale, med, mad
-
-
 def task_durations(profile: JobProfile, stragglers: Stragglers | None = None) -> Table:
     """One row per compute task: prefix, duration, its prefix's median, robust z, straggler flag."""
     cfg = stragglers or Stragglers()
@@ -265,11 +255,10 @@ def task_durations(profile: JobProfile, stragglers: Stragglers | None = None) ->
     prefixes = t["prefix"] if len(t) else np.zeros(0, dtype=object)
     for p in sorted(set(prefixes.tolist())):
         sel = prefixes == p
-        zz, m, _mad = robust_z(dur[sel])
+        zz, m, mask = task_stragglers(dur[sel], cfg)  # the detector's own rule and thresholds
         z[sel] = zz
         med[sel] = m
-        if sel.sum() >= cfg.min_processes:
-            strag[sel] = (zz > cfg.mad_factor) & (dur[sel] - m >= cfg.min_excess_s)
+        strag[sel] = mask
     return Table({
         "key": t["key"] if len(t) else np.zeros(0, dtype=object), "prefix": prefixes,
         "worker": t["worker"] if len(t) else np.zeros(0, dtype=object),

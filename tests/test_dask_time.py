@@ -157,3 +157,41 @@ def test_scaling_names_the_component_that_grew(tmp_path):
     assert ev["grown_prefix"] == "write"
     assert ev["ops_per_task_worst"] / ev["ops_per_task_base"] == pytest.approx(10, rel=0.05)
     assert "'write' tasks" in text and "the operations" in text
+
+
+THREADS = r'''
+import os, sys, time
+from distributed import Client, LocalCluster
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+def write(i, n):
+    # two tasks run at once in one worker process (2 threads): only the thread tells whose writes these are
+    with open(os.path.join(out, f"t{i}.bin"), "wb", buffering=0) as fh:
+        for _ in range(n):
+            fh.write(b"x" * 100)
+            time.sleep(0.0002)
+    return n
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0") as lc:
+        c = Client(lc)
+        c.gather([c.submit(write, i, 300 + 100 * i, key=f"write-{i}", pure=False) for i in range(8)])
+        c.close()
+'''
+
+
+def test_join_is_exact_by_thread_when_tasks_overlap(tmp_path):
+    """One worker with 2 threads running write tasks side by side: a time window cannot tell the two tasks'
+    writes apart, the thread can: every task gets exactly its own bytes (100 x (300 + 100 i)) and the join
+    says it was exact."""
+    _embedded_ok()
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS)
+    prof = _run(tmp_path, "thr", str(script), str(tmp_path / "out"))
+    dt = dask_time_of(prof)
+    assert dt.threads == 2
+    assert (prof.tasks["tid"] >= 0).all(), "the capture mapped every task thread to its OS thread id"
+    for i in range(8):
+        assert dt.task_bytes.get(f"write-{i}", 0) == 100 * (300 + 100 * i), (i, dt.task_bytes)
+    assert dt.exact_io_share > 0.99

@@ -14,7 +14,8 @@ Table contracts (one row per thing, one column per measure, units in names):
 ``ops``        proc, thread, file_id, module, op, offset, length, start_s, end_s
                (epoch seconds, one clock across every log of a job)
 ``heatmap``    proc, module, bin, start_s, end_s, read_bytes, write_bytes
-``tasks``      key, prefix, worker, pid, thread, phase, start_s, end_s
+``tasks``      key, prefix, worker, pid, thread, phase, start_s, end_s, tid (the OS thread id of ``thread``,
+               -1 when the capture did not see it)
 ``issues_seen`` list of LoadIssue: what could not be read or is partial.
 
 ``proc`` is the job-wide process index (row of ``processes``); ``rank`` is the
@@ -237,7 +238,7 @@ HEATMAP_COLUMNS = {
 }
 TASK_COLUMNS = {
     "key": object, "prefix": object, "worker": object, "pid": "i8", "thread": "i8",
-    "phase": object, "start_s": "f8", "end_s": "f8",
+    "phase": object, "start_s": "f8", "end_s": "f8", "tid": "i8",
 }
 
 

@@ -2,13 +2,14 @@
 gaps between tasks, and the time before its first and after its last task; operations joined to tasks.
 
 The task stream (``tasks`` table, phase ``compute``) says when each task ran on which worker thread; the
-operation trace (``ops``) says when each process did I/O.  An operation of a worker process that falls inside a
-compute interval of a task of that process belongs to that task.  The collectors record the OS thread id of
-each operation while Dask reports Python's thread ident (``threading.get_ident()``, which is
-``pthread_self()``; the OS id is ``threading.get_native_id()``, ``gettid()``), so the join is by process and
-time window: exact when a worker runs one task at a time (one thread), and *ambiguous* when several tasks of
-that worker overlap the operation in time (the share of such I/O is reported).  I/O of a worker process outside
-every task (Zarr 3 / fsspec I/O threads after a task ended, spilling, imports) is reported as such.
+operation trace (``ops``) says when each process and OS thread did I/O.  Dask reports a task's thread as
+Python's ``threading.get_ident()`` (``pthread_self()``), the collectors record ``gettid()``
+(``threading.get_native_id()``); the Dask capture records each worker's map from one to the other, so an
+operation of a thread that runs tasks joins that thread's task at that time: *exact*.  Operations of a worker
+process's other threads (Zarr 3 / fsspec / asyncio I/O threads) and operations without a thread (Darshan DXT)
+join by process and time window; where several tasks of that worker overlap the operation it is *ambiguous*
+(the share of such I/O is reported).  I/O of a worker process outside every task (after a task ended,
+spilling, imports) is reported as such.
 
 Shares are of *thread time*: every worker thread is available for the whole run, so the parts add up to
 ``threads x run_s``.  Transfer and spilling run on the worker's event loop, beside its threads: they are given
@@ -43,6 +44,7 @@ class DaskTime:
     task_io_s: dict = field(default_factory=dict)  # task key -> I/O seconds joined to it
     task_bytes: dict = field(default_factory=dict)  # task key -> bytes read + written by it
     clock_offsets_s: dict = field(default_factory=dict)  # worker pid -> shift that aligned its I/O with its tasks
+    exact_io_share: float = 0.0  # share of the in-task I/O seconds joined by thread (the rest: by time window)
 
     @property
     def between_share_of_span(self) -> float:
@@ -74,7 +76,9 @@ class DaskTime:
                 "between_share_of_span": r(self.between_share_of_span),
                 "transfer_s": r(self.transfer_s), "spill_s": r(self.spill_s), "io_in_tasks_s": r(self.io_in_tasks_s),
                 "io_outside_tasks_s": r(self.io_outside_tasks_s), "ambiguous_io_share": r(self.ambiguous_io_share),
-                "join": "process and time window (OS thread ids of operations are not Dask's thread idents)",
+                "join": "by thread where the capture mapped Dask's thread idents to OS thread ids, else by process "
+                        "and time window",
+                "exact_io_share": r(self.exact_io_share),
                 "clock_offsets_ms": {str(k): round(v * 1000, 3) for k, v in self.clock_offsets_s.items()},
                 "per_worker": self.per_worker, "prefixes": self.prefixes[:20], "headline": self.headline}
 
@@ -142,13 +146,18 @@ def _clock_offset(s: np.ndarray, e: np.ndarray, st: np.ndarray, en: np.ndarray) 
     return d
 
 
-def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None) -> tuple[np.ndarray, np.ndarray, dict]:
-    """For each op: the index of a compute interval of its pid that contains its start (-1: none), and how many
-    intervals of that pid contain it (for ambiguity).  Task times are on the workers' own clocks (the Dask
-    reader removes the offset each worker reported adding), then each worker's operations are aligned with its
-    tasks by ``_clock_offset`` (the offset changes between heartbeats)."""
+def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None, ops_thread=None,
+          t_tid=None) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray]:
+    """For each op: the index of the compute interval it belongs to (-1: none), how many intervals of its
+    process contain it (ambiguity of a time-window join), the clock offset applied per pid, and whether the
+    join was exact.  Exact: the op's OS thread is the thread a task of its process ran on (the capture maps
+    Dask's thread idents to OS thread ids), so it joins that thread's task at that time.  Else (no thread
+    known: Darshan DXT; or another thread of the worker: Zarr 3 / fsspec I/O threads) the op joins by process
+    and time window.  Each worker's operations are first aligned with its tasks by ``_clock_offset`` (Dask's
+    task times carry a clock-offset estimate that changes between heartbeats)."""
     task = np.full(len(ops_pid), -1, "i8")
     active = np.zeros(len(ops_pid), "i8")
+    exact = np.zeros(len(ops_pid), bool)
     offsets: dict[int, float] = {}
     for pid in np.unique(t_pid):
         sel_t = np.flatnonzero(t_pid == pid)
@@ -169,7 +178,24 @@ def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None) ->
         idx = np.searchsorted(st, s, "right") - 1
         ok = (idx >= 0) & (en[np.maximum(idx, 0)] >= s)
         task[sel_o[ok]] = order[idx[ok]]
-    return task, active, offsets
+        if ops_thread is None or t_tid is None:
+            continue
+        tids = np.unique(t_tid[order][t_tid[order] >= 0])
+        th = ops_thread[sel_o]
+        for tid in tids:  # ops of a task thread: that thread's tasks only (they never overlap)
+            mine = th == tid
+            if not mine.any():
+                continue
+            o_t = order[t_tid[order] == tid]
+            st_t, en_t = t_start[o_t], t_end[o_t]
+            x = s[mine]
+            j = np.searchsorted(st_t, x, "right") - 1
+            hit = (j >= 0) & (en_t[np.maximum(j, 0)] >= x)
+            rows = sel_o[mine]
+            task[rows] = np.where(hit, o_t[np.maximum(j, 0)], -1)
+            active[rows] = hit.astype("i8")
+            exact[rows] = True
+    return task, active, offsets, exact
 
 
 def _compute(profile: JobProfile) -> DaskTime | None:
@@ -208,7 +234,7 @@ def _compute(profile: JobProfile) -> DaskTime | None:
     # I/O joined to tasks: worker processes' operations by pid and time window
     o = profile.ops
     pr = profile.processes
-    io_in = io_out = amb = 0.0
+    io_in = io_out = amb = exact_s = 0.0
     offsets: dict = {}
     task_io: dict = {}
     task_bytes: dict = {}
@@ -228,7 +254,10 @@ def _compute(profile: JobProfile) -> DaskTime | None:
             ow = np.flatnonzero(on_worker)
             odur = np.maximum(o["end_s"][ow] - o["start_s"][ow], 0.0)
             rw = o["op"][ow] <= OP["write"]
-            task, active, offsets = _join(opid[ow], o["start_s"][ow], pid, cs, ce, ops_end=o["end_s"][ow], data=rw)
+            tid = t["tid"][comp] if "tid" in t else None
+            task, active, offsets, exact = _join(opid[ow], o["start_s"][ow], pid, cs, ce, ops_end=o["end_s"][ow],
+                                                 data=rw, ops_thread=o["thread"][ow], t_tid=tid)
+            exact_s = float(odur[exact & (task >= 0)].sum())
             inside = active > 0
             io_in = float(odur[inside].sum())
             io_out = float(odur[~inside].sum())
@@ -268,7 +297,8 @@ def _compute(profile: JobProfile) -> DaskTime | None:
                     workers=len(per_worker), threads=nthreads, split_s=split, transfer_s=wall("transfer"),
                     spill_s=spill, io_in_tasks_s=io_in, io_outside_tasks_s=io_out,
                     ambiguous_io_share=amb / io_in if io_in > 0 else 0.0, per_worker=list(per_worker.values()),
-                    prefixes=prefixes, task_io_s=task_io, task_bytes=task_bytes, clock_offsets_s=offsets)
+                    prefixes=prefixes, task_io_s=task_io, task_bytes=task_bytes, clock_offsets_s=offsets,
+                    exact_io_share=exact_s / io_in if io_in > 0 else 0.0)
 
 
 def dask_time_of(profile: JobProfile) -> DaskTime | None:

@@ -55,6 +55,14 @@ def _scheduler_delay(dask_worker=None):
     return float(getattr(dask_worker, "scheduler_delay", 0.0) or 0.0)
 
 
+def _thread_ids(dask_worker=None):
+    """Run on a worker: Python thread ident (what Dask's task stream reports, pthread_self()) -> OS thread id
+    (gettid(), what the collectors record per operation) of every thread alive now."""
+    import threading
+
+    return {str(t.ident): int(t.native_id) for t in threading.enumerate() if t.ident and t.native_id}
+
+
 def _by_value(fn):
     """This module is loaded as a client preload by file path (module ``dask_capture``), which workers cannot
     import: functions sent to them are pickled by value."""
@@ -186,6 +194,20 @@ class Capture:
                     if self.workers[addr].get("scheduler_delay") != val:
                         changed = True
                     self.workers[addr]["scheduler_delay"] = float(val)
+            # the executor's threads, so that tasks (Python idents) join the operations (OS ids) exactly
+            try:
+                tids = await self.client._run(_by_value(_thread_ids), workers=live, on_error="return")
+            except TypeError:
+                tids = await self.client._run(_by_value(_thread_ids), workers=live)
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"worker threads: {exc!r}")
+                tids = {}
+            for addr, val in (tids or {}).items():
+                if addr in self.workers and isinstance(val, dict):
+                    known = self.workers[addr].setdefault("threads", {})
+                    if any(known.get(k) != v for k, v in val.items()):
+                        known.update(val)
+                        changed = True
         if changed:
             self.write_workers()
         recs = await sched.get_task_stream(start_index=self.cursor)

@@ -63,7 +63,9 @@ def load_tasks(dask_dir: str | Path) -> Table:
         return empty_table("tasks")
     # times are as Dask reports them: compute/transfer include the worker's estimate of the scheduler's clock
     # offset (recorded by the capture as scheduler_delay); analyzers/tasktime.py aligns them with the I/O
-    pids = {addr: int(w["pid"]) for addr, w in load_workers(dask_dir).items() if isinstance(w.get("pid"), int)}
+    workers = load_workers(dask_dir)
+    pids = {addr: int(w["pid"]) for addr, w in workers.items() if isinstance(w.get("pid"), int)}
+    tids = {addr: {int(k): int(v) for k, v in (w.get("threads") or {}).items()} for addr, w in workers.items()}
     cols: dict[str, list] = {name: [] for name in TASK_COLUMNS}
     seen: set[tuple] = set()
     for path in sorted(dask_dir.glob("tasks-*.jsonl")):
@@ -88,6 +90,7 @@ def load_tasks(dask_dir: str | Path) -> Table:
                 cols["worker"].append(worker)
                 cols["pid"].append(pids.get(worker, -1))
                 cols["thread"].append(int(thread) if isinstance(thread, int) else -1)
+                cols["tid"].append(tids.get(worker, {}).get(thread, -1) if isinstance(thread, int) else -1)
                 cols["phase"].append(phase)
                 cols["start_s"].append(start)
                 cols["end_s"].append(stop)

@@ -31,11 +31,17 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
         m = metrics_of(p)
         if m.total_io_s <= 0:
             continue
-        per_b = float(m.proc_bytes.sum()) / m.nprocs
-        per_t = m.total_io_s / m.nprocs
-        rows.append((m.nprocs, per_b, per_t, per_b / per_t, m.critical_io_s, p.job.job_id, p))
+        n = _workers(p) or m.nprocs  # a Dask job scales by its workers, not by its client and nannies
+        per_b = float(m.proc_bytes.sum()) / n
+        per_t = m.total_io_s / n
+        rows.append((n, per_b, per_t, per_b / per_t, m.critical_io_s, p.job.job_id, p))
     if len({r[0] for r in rows}) < 2:
         return []
+    # repetitions of one scale: the run of median bandwidth stands for it (run-to-run noise is not scaling)
+    by_n: dict[int, list] = {}
+    for r in rows:
+        by_n.setdefault(r[0], []).append(r)
+    rows = [sorted(rs, key=lambda r: r[3])[(len(rs) - 1) // 2] for rs in by_n.values()]
     rows.sort(key=lambda r: (r[0], -r[3]))
     base = rows[0]
     eff = np.array([r[3] / base[3] for r in rows])
@@ -52,11 +58,21 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
     why = _grown_component(base[6], w[6], ev)
     # each process of the worst run waits ``lost`` seconds more than the base bandwidth needs: wall seconds of it
     return [finding(cfg, w[6], "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
-                    f"{base[0]} to {w[0]} processes", wall_s=lost, process_s=lost * w[0], evidence=ev,
-                    recommendation=why + f"at {w[0]} processes each moves {fmt_bytes(w[1])} at {fmt_bytes(w[3])}/s against "
+                    f"{base[0]} to {w[0]} " + ("workers" if len(w[6].tasks) else "processes"), wall_s=lost, process_s=lost * w[0], evidence=ev,
+                    recommendation=why + f"at {w[0]} {'workers' if len(w[6].tasks) else 'processes'} each moves {fmt_bytes(w[1])} at {fmt_bytes(w[3])}/s against "
                     f"{fmt_bytes(base[3])}/s at {base[0]}: the shared storage saturates or the processes contend; "
                     "aggregate (fewer writers: collective I/O, one writer per node), stripe wider, or cap the "
                     f"process count near the last efficient run")]
+
+
+def _workers(p: JobProfile) -> int:
+    """Worker processes of a Dask job (those the run recorded, whether or not they got tasks); 0 otherwise."""
+    if not len(p.tasks):
+        return 0
+    pr = p.processes
+    by_role = int((pr["role"] == "worker").sum()) if "role" in pr and len(pr) else 0
+    dt = dask_time_of(p)
+    return max(by_role, dt.workers if dt is not None else 0)
 
 
 def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
@@ -79,7 +95,10 @@ def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
     io_x, io_y = per_op(x), per_op(y)
     ev.update(grown_prefix=k, grown_prefix_slowdown=slow, io_s_per_op_base=io_x, io_s_per_op_worst=io_y,
               ops_per_task_base=ops_task(x), ops_per_task_worst=ops_task(y))
-    text = f"'{k}' tasks are {slow:.1f}x slower at {b.workers} workers than at {a.workers}; "
+    text = f"'{k}' tasks are {slow:.1f}x slower at {_workers(worst)} workers than at {_workers(base)}; "
+    if not x["ops"] and not y["ops"]:
+        return text + ("no operation was joined to them (no DXT trace): re-run with --dxt or the embedded "
+                       "collector to tell storage contention from compute; ")
     if io_x > 0 and io_y / io_x >= 1.5 and ops_task(y) <= 1.25 * max(ops_task(x), 1e-9):
         return text + (f"time per I/O operation x{io_y / io_x:.1f} while operations per task stay equal: contention "
                        "on the storage, not Dask overhead; ")

@@ -71,3 +71,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None, input: bytes | None =
         [sys.executable, "-m", "iodiag", *args], env=cli_env(env), input=input,
         capture_output=True, timeout=timeout, cwd=cwd,
     )
+
+
+def require_embedded() -> None:
+    """Skip (with the reason) where the embedded collector cannot be built (no C compiler)."""
+    from iodiag.errors import IodiagError
+
+    try:
+        from iodiag.collectors import embedded
+
+        embedded.build()
+    except (ImportError, IodiagError) as exc:
+        pytest.skip(f"the embedded collector cannot be built here: {exc}")

@@ -12,8 +12,7 @@ import sys
 
 import pytest
 
-from conftest import run_cli
-from iodiag.errors import IodiagError
+from conftest import require_embedded, run_cli
 
 
 def _no_traceback(res) -> str:
@@ -61,17 +60,8 @@ def test_every_command_fails_in_one_line(argv, bad_inputs):
         assert out["errors"]
 
 
-def _embedded_ok():
-    try:
-        from iodiag.collectors import embedded
-
-        embedded.build()
-    except (ImportError, IodiagError) as exc:
-        pytest.skip(f"the embedded collector cannot be built here: {exc}")
-
-
 def test_first_hour_cases(tmp_path):
-    _embedded_ok()
+    require_embedded()
     home = {"IODIAG_HOME": str(tmp_path / "store")}
     # a job whose only process makes no read or write (was: IndexError in the embedded reader)
     run = run_cli("run", "--collector", "embedded", "--", sys.executable, "-c", "import sys; sys.exit(7)", env=home)
@@ -101,7 +91,7 @@ def test_first_hour_cases(tmp_path):
 
 def test_html_of_a_killed_job(tmp_path):
     """A job whose process was killed (a load issue without a module) renders its HTML page (was: UndefinedError)."""
-    _embedded_ok()
+    require_embedded()
     home = {"IODIAG_HOME": str(tmp_path / "store")}
     code = f"import os; open({str(tmp_path / 'x')!r}, 'w').write('x'); os.kill(os.getpid(), 9)"
     run = run_cli("run", "--collector", "embedded", "--", sys.executable, "-c", code, env=home)

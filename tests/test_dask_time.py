@@ -13,25 +13,15 @@ import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import require_embedded, run_cli
 from iodiag.analyzers.detectors import diagnose
 from iodiag.analyzers.job import load_job_record
 from iodiag.analyzers.tasktime import dask_time_of
 from iodiag.config import Config
-from iodiag.errors import IodiagError
 from iodiag.jobs.store import find_job
 
 pytest.importorskip("distributed")
 pytest.importorskip("xarray")
-
-
-def _embedded_ok():
-    try:
-        from iodiag.collectors import embedded
-
-        embedded.build()
-    except (ImportError, IodiagError) as exc:
-        pytest.skip(f"the embedded collector cannot be built here: {exc}")
 
 
 def _run(tmp_path, name, *args):
@@ -43,7 +33,7 @@ def _run(tmp_path, name, *args):
 
 
 def test_one_step_chunks_get_task_overhead_and_its_chunk_advice_removes_it(tmp_path):
-    _embedded_ok()
+    require_embedded()
     src = tmp_path / "ta.nc"
     g = run_cli("workload", "gen", "--out", str(src), "--time", "120", "--plev", "10", "--lat", "45", "--lon", "90")
     assert g.returncode == 0, g.stderr.decode()
@@ -105,7 +95,7 @@ if __name__ == "__main__":
 
 def test_stragglers_are_explained_by_their_own_io(tmp_path):
     """write-7 makes 1,000x the 1-byte writes of its peers (300,000 unbuffered); spin-5 only computes 30x longer."""
-    _embedded_ok()
+    require_embedded()
     script = tmp_path / "slow.py"
     script.write_text(SLOW)
     prof = _run(tmp_path, "slow", str(script), str(tmp_path / "out"))
@@ -147,7 +137,7 @@ def test_scaling_names_the_component_that_grew(tmp_path):
     storage's time per operation)."""
     from iodiag.analyzers.detectors.scaling import _grown_component
 
-    _embedded_ok()
+    require_embedded()
     script = tmp_path / "grow.py"
     script.write_text(GROW)
     a = _run(tmp_path, "w1", str(script), str(tmp_path / "a"), "1", "300")
@@ -185,7 +175,7 @@ def test_join_is_exact_by_thread_when_tasks_overlap(tmp_path):
     """One worker with 2 threads running write tasks side by side: a time window cannot tell the two tasks'
     writes apart, the thread can: every task gets exactly its own bytes (100 x (300 + 100 i)) and the join
     says it was exact."""
-    _embedded_ok()
+    require_embedded()
     script = tmp_path / "threads.py"
     script.write_text(THREADS)
     prof = _run(tmp_path, "thr", str(script), str(tmp_path / "out"))

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import require_embedded, run_cli
 from iodiag.analyzers.detectors import diagnose
 from iodiag.analyzers.readers.embedded import load_traces
 from iodiag.errors import IodiagError
@@ -40,12 +40,7 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
-    try:
-        from iodiag.collectors import embedded
-
-        embedded.build()
-    except (ImportError, IodiagError) as exc:
-        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+    require_embedded()
     tmp = tmp_path_factory.mktemp("fuzz-traces")
     (tmp / "w.py").write_text(SCRIPT)
     home = {"IODIAG_HOME": str(tmp / "store")}

@@ -11,7 +11,7 @@ import csv
 import numpy as np
 import pytest
 
-from conftest import CORPUS, corpus_path, run_cli
+from conftest import CORPUS, corpus_path, require_embedded, run_cli
 from iodiag.analyzers.detectors import diagnose
 from iodiag.analyzers.load import load_job
 from iodiag.analyzers.timemodel import _union_per_proc, time_model_of
@@ -133,12 +133,7 @@ for pid in kids:
 def test_thousand_processes_opening_one_shared_file_is_not_a_storm(tmp_path):
     """A real run of 1,000 processes (embedded collector) that each open one shared file once: the opens add
     up over processes, but each process waits for its own open only, so the metadata is not a problem of the run."""
-    try:
-        from iodiag.collectors import embedded
-
-        embedded.build()
-    except (ImportError, IodiagError) as exc:
-        pytest.skip(f"the embedded collector cannot be built here: {exc}")
+    require_embedded()
     script = tmp_path / "forker.py"
     script.write_text(FORKER)
     home = {"IODIAG_HOME": str(tmp_path / "store")}

@@ -167,42 +167,19 @@ class Capture:
                 changed = True
         if new:
             for fn, field in ((os.getpid, "pid"), (socket.gethostname, "hostname")):
-                try:
-                    res = await self.client._run(fn, workers=new, on_error="return")
-                except TypeError:  # older distributed without on_error
-                    res = await self.client._run(fn, workers=new)
-                except Exception as exc:  # a worker died between identity() and run()
-                    self.errors.append(f"worker {field}: {exc!r}")
-                    res = {}
-                for addr, val in (res or {}).items():
+                for addr, val in (await self._on_workers(fn, new, field)).items():
                     if addr in self.workers and not isinstance(val, BaseException):
                         self.workers[addr][field] = val
         # each worker adds its estimate of the scheduler's clock offset to the task times it reports
-        # (Worker.scheduler_delay): keep it so the reader can put task times back on the worker's own clock,
-        # the clock its processes' I/O was recorded on (seen 1-6 ms on one host: longer than a small task)
+        # (Worker.scheduler_delay), and Dask names threads by Python ident: keep both, so that analyzers can
+        # join task times to the I/O of the same OS thread (seen 1-7 ms offsets on one host: longer than a task)
         live = [a for a, r in self.workers.items() if not r.get("gone")]
         if live:
-            try:
-                delays = await self.client._run(_by_value(_scheduler_delay), workers=live, on_error="return")
-            except TypeError:  # older distributed without on_error
-                delays = await self.client._run(_by_value(_scheduler_delay), workers=live)
-            except Exception as exc:  # noqa: BLE001 - a worker died meanwhile
-                self.errors.append(f"worker scheduler_delay: {exc!r}")
-                delays = {}
-            for addr, val in (delays or {}).items():
+            for addr, val in (await self._on_workers(_by_value(_scheduler_delay), live, "scheduler_delay")).items():
                 if addr in self.workers and isinstance(val, (int, float)):
-                    if self.workers[addr].get("scheduler_delay") != val:
-                        changed = True
+                    changed |= self.workers[addr].get("scheduler_delay") != val
                     self.workers[addr]["scheduler_delay"] = float(val)
-            # the executor's threads, so that tasks (Python idents) join the operations (OS ids) exactly
-            try:
-                tids = await self.client._run(_by_value(_thread_ids), workers=live, on_error="return")
-            except TypeError:
-                tids = await self.client._run(_by_value(_thread_ids), workers=live)
-            except Exception as exc:  # noqa: BLE001
-                self.errors.append(f"worker threads: {exc!r}")
-                tids = {}
-            for addr, val in (tids or {}).items():
+            for addr, val in (await self._on_workers(_by_value(_thread_ids), live, "threads")).items():
                 if addr in self.workers and isinstance(val, dict):
                     known = self.workers[addr].setdefault("threads", {})
                     if any(known.get(k) != v for k, v in val.items()):
@@ -229,6 +206,18 @@ class Capture:
                 fh.write("\n".join(lines) + "\n")
             self.cursor += len(recs)
             self.count += len(recs)
+
+    async def _on_workers(self, fn, workers, what: str) -> dict:
+        """``fn`` run on ``workers``: address -> result ({} and an error noted when that fails)."""
+        try:
+            try:
+                res = await self.client._run(fn, workers=workers, on_error="return")
+            except TypeError:  # older distributed without on_error
+                res = await self.client._run(fn, workers=workers)
+        except Exception as exc:  # noqa: BLE001 - a worker died between identity() and run()
+            self.errors.append(f"worker {what}: {exc!r}")
+            return {}
+        return res or {}
 
     def write_workers(self):
         _atomic_write(self.path("workers", "json"), json.dumps(list(self.workers.values()), indent=1))
@@ -343,35 +332,29 @@ async def dask_setup(client):
         cap.errors.append(f"first collect: {exc!r}")
     cap.write_meta()
     cap.poll_task = asyncio.ensure_future(cap.poll())
-    if hasattr(client, "_shutdown"):  # client.shutdown() stops the scheduler: capture before it goes
-        orig_shutdown = client._shutdown
-
-        async def _shutdown(*args, **kwargs):
-            try:
-                await asyncio.wait_for(cap.final("client-shutdown"), 120)
-            except Exception:
-                pass
-            return await orig_shutdown(*args, **kwargs)
-
-        try:
-            client._shutdown = _shutdown
-        except Exception:
-            pass
+    _capture_before(client, "_shutdown", cap, "client-shutdown")  # client.shutdown() stops the scheduler
     cluster = getattr(client, "cluster", None)
-    if cluster is not None and hasattr(cluster, "_close"):
-        orig = cluster._close
+    if cluster is not None:
+        _capture_before(cluster, "_close", cap, "cluster-close")
 
-        async def _close(*args, **kwargs):
-            try:
-                await asyncio.wait_for(cap.final("cluster-close"), 120)
-            except Exception:
-                pass
-            return await orig(*args, **kwargs)
 
+def _capture_before(obj, method: str, cap, ended_by: str) -> None:
+    """Run the final capture before ``obj.method`` (an async shutdown of the client or its cluster) runs."""
+    orig = getattr(obj, method, None)
+    if orig is None:
+        return
+
+    async def wrapped(*args, **kwargs):
         try:
-            cluster._close = _close
+            await asyncio.wait_for(cap.final(ended_by), 120)
         except Exception:
             pass
+        return await orig(*args, **kwargs)
+
+    try:
+        setattr(obj, method, wrapped)
+    except Exception:
+        pass
 
 
 async def dask_teardown(client):

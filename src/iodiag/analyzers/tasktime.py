@@ -45,6 +45,7 @@ class DaskTime:
     task_bytes: dict = field(default_factory=dict)  # task key -> bytes read + written by it
     clock_offsets_s: dict = field(default_factory=dict)  # worker pid -> shift that aligned its I/O with its tasks
     exact_io_share: float = 0.0  # share of the in-task I/O seconds joined by thread (the rest: by time window)
+    io_traced: bool = True  # False: no operation of a worker was recorded (no DXT / counters only)
 
     @property
     def between_share_of_span(self) -> float:
@@ -63,8 +64,10 @@ class DaskTime:
         around = self.share("before_first") + self.share("after_last")
         med = self.task_median_s
         med_txt = f"{med * 1000:.0f} ms" if med < 1 else f"{med:.1f} s"
+        io = (f"{pct('task_io')} in tasks' I/O, {pct('task_compute')} compute" if self.io_traced else
+              f"{pct('task_compute')} in tasks (their I/O not traced: --dxt or the embedded collector splits it)")
         return (f"{self.run_s:.1f} s run on {self.threads} worker thread{'s' if self.threads != 1 else ''}: "
-                f"{pct('task_io')} in tasks' I/O, {pct('task_compute')} compute, {pct('between_tasks')} between "
+                f"{io}, {pct('between_tasks')} between "
                 f"tasks, {100 * around:.0f} % before the first and after the last task "
                 f"({self.tasks:,} tasks, median {med_txt})")
 
@@ -78,7 +81,7 @@ class DaskTime:
                 "io_outside_tasks_s": r(self.io_outside_tasks_s), "ambiguous_io_share": r(self.ambiguous_io_share),
                 "join": "by thread where the capture mapped Dask's thread idents to OS thread ids, else by process "
                         "and time window",
-                "exact_io_share": r(self.exact_io_share),
+                "exact_io_share": r(self.exact_io_share), "io_traced": self.io_traced,
                 "clock_offsets_ms": {str(k): round(v * 1000, 3) for k, v in self.clock_offsets_s.items()},
                 "per_worker": self.per_worker, "prefixes": self.prefixes[:20], "headline": self.headline}
 
@@ -245,11 +248,13 @@ def _compute(profile: JobProfile) -> DaskTime | None:
     pref_io = np.zeros(len(uniq_prefix))
     pref_bytes = np.zeros(len(uniq_prefix))
     pref_ops = np.zeros(len(uniq_prefix))
+    traced = False
     if len(o) and len(pr):
         proc_pid = np.full(int(pr["proc"].max()) + 1, -1, "i8")
         proc_pid[pr["proc"]] = pr["pid"]
         opid = proc_pid[np.clip(o["proc"], 0, len(proc_pid) - 1)]
         on_worker = np.isin(opid, np.unique(pid[pid >= 0]))
+        traced = bool(on_worker.any())
         if on_worker.any():
             ow = np.flatnonzero(on_worker)
             odur = np.maximum(o["end_s"][ow] - o["start_s"][ow], 0.0)
@@ -298,7 +303,7 @@ def _compute(profile: JobProfile) -> DaskTime | None:
                     spill_s=spill, io_in_tasks_s=io_in, io_outside_tasks_s=io_out,
                     ambiguous_io_share=amb / io_in if io_in > 0 else 0.0, per_worker=list(per_worker.values()),
                     prefixes=prefixes, task_io_s=task_io, task_bytes=task_bytes, clock_offsets_s=offsets,
-                    exact_io_share=exact_s / io_in if io_in > 0 else 0.0)
+                    exact_io_share=exact_s / io_in if io_in > 0 else 0.0, io_traced=traced)
 
 
 def dask_time_of(profile: JobProfile) -> DaskTime | None:

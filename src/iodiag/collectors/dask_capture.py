@@ -290,9 +290,17 @@ class Capture:
                 if main.endswith(".py") and os.path.isfile(main) and os.path.getsize(main) < 1_000_000:
                     with open(main, encoding="utf-8", errors="replace") as fh:
                         code = fh.read()
-                html = await asyncio.wait_for(
-                    self.client.scheduler.performance_report(start=self.t0, last_count=self.last_count, code=code),
-                    float(os.environ.get("IODIAG_DASK_REPORT_TIMEOUT_S", "60")))
+                # the report is rendered through a temporary HTML file (in this process when the scheduler is
+                # local): put it in the job folder, which the collectors exclude, so it is not the workload's I/O
+                import tempfile
+
+                old_tmp, tempfile.tempdir = tempfile.tempdir, self.out
+                try:
+                    html = await asyncio.wait_for(
+                        self.client.scheduler.performance_report(start=self.t0, last_count=self.last_count, code=code),
+                        float(os.environ.get("IODIAG_DASK_REPORT_TIMEOUT_S", "60")))
+                finally:
+                    tempfile.tempdir = old_tmp
                 _atomic_write(self.path("performance-report", "html"), html)
             except _Skipped:
                 pass

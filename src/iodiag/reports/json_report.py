@@ -29,7 +29,8 @@ def program_name(exe: str, args: str) -> str:
     """What the user ran: for a Python interpreter the script or ``-m module`` it ran, else the executable."""
     import os
 
-    base = os.path.basename(exe or "")
+    exe = (exe or "").split(" + ")[0]  # several programs: the first one's
+    base = os.path.basename(exe)
     words = (args or "").split()
     if base.startswith(("python", "pypy")) and words:
         if words[0] == "-m" and len(words) > 1:

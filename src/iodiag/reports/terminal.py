@@ -77,8 +77,8 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
     n_busy = max(round(width * w["busy_s"] / cap) - n_io, 0)
     bar = "#" * n_io + "=" * n_busy
     bar += "." * (width - len(bar))
-    return (f"worker {w['pid']} [{bar}] {w['tasks']:,} tasks · busy {100 * w['busy_s'] / cap:.0f} % · "
-            f"I/O {100 * io / cap:.0f} %")
+    io_txt = f" · I/O {100 * io / cap:.0f} %" if dask.get("io_traced", True) else ""
+    return f"worker {w['pid']} [{bar}] {w['tasks']:,} tasks · busy {100 * w['busy_s'] / cap:.0f} %{io_txt}"
 
 
 def _short(path: str, n: int) -> str:

@@ -450,8 +450,10 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
 
     # ---- ops ---------------------------------------------------------------
     if parts:
-        allrec = np.concatenate([r for _, r in parts])
+        # one process: its records as read (a concatenation would copy 48 B per operation)
+        allrec = parts[0][1] if len(parts) == 1 else np.concatenate([r for _, r in parts])
         proc = np.concatenate([np.full(len(r), i, "i8") for i, r in parts])
+        parts = None  # the per-process arrays are in allrec now
     else:
         allrec = np.zeros(0, RECORD_DTYPE)
         proc = np.zeros(0, "i8")
@@ -471,6 +473,7 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
         "op": op[order], "offset": offset[order].astype("i8"), "length": length[order].astype("i8"),
         "start_s": t0[order], "end_s": t1[order],
     }) if len(allrec) else empty_table("ops")
+    del order, offset, length, op, is_rw, off_unknown  # the ops table holds its own sorted copies
 
     # ---- counters ------------------------------------------------------------
     counters: dict[str, Table] = {}
@@ -482,8 +485,10 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
         if mod == "POSIX":
             ren = sel & (opc == OPC["rename"]) & (allrec["offset"] != 0)
             extra = (proc[ren], allrec["offset"][ren].view("u8"), allrec["file_id"][ren])
-        counters[mod] = Table(_counters(mod, proc[sel], allrec["file_id"][sel], opc[sel], allrec["flags"][sel],
-                                        allrec["offset"][sel], allrec["length"][sel], t0[sel], t1[sel], proc_start, extra))
+        pick = (lambda a: a) if sel.all() else (lambda a: a[sel])  # one module: no copies of every column
+        counters[mod] = Table(_counters(mod, pick(proc), pick(allrec["file_id"]), pick(opc), pick(allrec["flags"]),
+                                        pick(allrec["offset"]), pick(allrec["length"]), pick(t0), pick(t1), proc_start,
+                                        extra))
 
     # ---- files ---------------------------------------------------------------
     ids = set(np.unique(allrec["file_id"]).tolist())

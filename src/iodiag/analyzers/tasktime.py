@@ -136,6 +136,10 @@ def _clock_offset(s: np.ndarray, e: np.ndarray, st: np.ndarray, en: np.ndarray) 
 
     base = int(np.count_nonzero(_inside(s, st, en_sorted) > 0))
     d, _ = best(np.arange(-0.02, 0.0200001, 0.00005))
+    if _ < len(s):  # under CPU load the estimate lags further (21.5 ms seen with load average 5 on 2 cores)
+        far, far_score = best(np.arange(-0.25, 0.2500001, 0.001))
+        if far_score > _:
+            d, _ = best(far + np.arange(-0.001, 0.0010001, 0.00005))
     d, score = best(d + np.arange(-0.00005, 0.0000501, 0.0000025))
     if score <= base:
         return 0.0
@@ -147,6 +151,37 @@ def _clock_offset(s: np.ndarray, e: np.ndarray, st: np.ndarray, en: np.ndarray) 
         if tail > lead:
             d += (tail - lead) / 2
     return d
+
+
+def _thread_lanes(start, end, ts, te, ops_thread, t_tid, sel_o, order, near):
+    """Starts/ends of a worker's task-thread operations and of their threads' tasks, each thread moved onto a
+    lane of its own on the time axis, so that the clock-offset search counts an operation as placed only inside a
+    task *of its own thread*.  With several threads per worker the union of all tasks covers nearly the whole
+    run, and any shift looks as good as another (a -11 ms shift that swapped whole tasks' bytes was seen); on
+    lanes one thread's sequence of tasks pins the shift.  None when no thread is known or < 2 such operations."""
+    if ops_thread is None or t_tid is None:
+        return None
+    tid_t = t_tid[order]
+    tids = np.unique(tid_t[tid_t >= 0])
+    if not len(tids):
+        return None
+    th = ops_thread[sel_o]
+    pick = near & np.isin(th, tids)
+    if pick.sum() < 2:
+        return None
+    lane_of = {int(t): k for k, t in enumerate(tids)}
+    keep_t = tid_t >= 0
+    t0 = float(min(ts[order][keep_t].min(), start[sel_o][pick].min()))
+    big = float(max(te[order][keep_t].max(), end[sel_o][pick].max()) - t0) + 10.0
+    o_lane = np.fromiter((lane_of[int(t)] for t in th[pick]), "f8", count=int(pick.sum())) * big
+    t_lane = np.fromiter((lane_of[int(t)] for t in tid_t[keep_t]), "f8", count=int(keep_t.sum())) * big
+    st = ts[order][keep_t] - t0 + t_lane
+    en = te[order][keep_t] - t0 + t_lane
+    o = np.argsort(st, kind="stable")
+    return (start[sel_o][pick] - t0 + o_lane, end[sel_o][pick] - t0 + o_lane, st[o], en[o])
+
+
+_THREAD_SLACK_S = 0.05  # how far outside its thread's task windows an op may lie and still join the nearer task
 
 
 def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None, ops_thread=None,
@@ -173,7 +208,12 @@ def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None, op
         s = ops_start[sel_o]
         if ops_end is not None and data is not None:  # align the worker's clock with its tasks' (see above)
             near = data[sel_o] & (s > st[0] - 0.05) & (s < en_sorted[-1] + 0.05)
-            if near.sum() >= 2:
+            lanes = _thread_lanes(ops_start, ops_end, t_start, t_end, ops_thread, t_tid, sel_o, order, near)
+            if lanes is not None:  # the ops of task threads against their own thread's tasks (see _thread_lanes)
+                off = _clock_offset(*lanes)
+                offsets[int(pid)] = off
+                s = s + off
+            elif near.sum() >= 2:
                 off = _clock_offset(s[near], ops_end[sel_o][near], st, en)
                 offsets[int(pid)] = off
                 s = s + off
@@ -194,9 +234,18 @@ def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None, op
             x = s[mine]
             j = np.searchsorted(st_t, x, "right") - 1
             hit = (j >= 0) & (en_t[np.maximum(j, 0)] >= x)
+            # a task thread does no data I/O between its tasks: an op just outside every window (the offset is
+            # an estimate) belongs to the nearer of the two tasks around it, within a bound
+            jj = np.maximum(j, 0)
+            after = np.minimum(j + 1, len(st_t) - 1)
+            d_prev = np.where(j >= 0, x - en_t[jj], np.inf)
+            d_next = np.where(j + 1 < len(st_t), st_t[after] - x, np.inf)
+            near = np.where(d_next < d_prev, after, jj)
+            close = ~hit & (np.minimum(d_prev, d_next) <= _THREAD_SLACK_S)
+            pick = np.where(hit, jj, near)
             rows = sel_o[mine]
-            task[rows] = np.where(hit, o_t[np.maximum(j, 0)], -1)
-            active[rows] = hit.astype("i8")
+            task[rows] = np.where(hit | close, o_t[pick], -1)
+            active[rows] = (hit | close).astype("i8")
             exact[rows] = True
     return task, active, offsets, exact
 

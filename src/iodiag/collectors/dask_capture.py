@@ -316,8 +316,51 @@ class Capture:
             self.write_meta()
 
 
+def _record_delays(worker, out):
+    """Worker preload: log every change of ``worker.scheduler_delay`` with the worker's own time.
+
+    A worker adds its current estimate of the scheduler's clock offset to the start/stop times of each task it
+    reports (the estimate is passed in when the task is submitted to its thread, and renewed at each heartbeat).
+    With the history of the estimate an analyzer puts every task back on the worker's own clock, the clock of
+    its I/O records, instead of searching for the shift (a search that can land a whole task off under load).
+    Lines: {"worker": address, "pid", "t": local epoch seconds, "delay": seconds}.
+    """
+    cls = type(worker)
+    if getattr(cls, "_iodiag_delays", False):
+        return
+    path = os.path.join(out, f"delays-{os.getpid()}-{next(_counter)}.jsonl")
+    state = {"v": float(worker.__dict__.pop("scheduler_delay", 0.0) or 0.0)}
+
+    def _get(self):
+        return state["v"]
+
+    def _set(self, value):
+        state["v"] = value
+        try:
+            addr = str(getattr(self, "address", "") or "")
+        except Exception:  # noqa: BLE001 - not started yet
+            addr = ""
+        try:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"worker": addr, "pid": os.getpid(), "t": time.time(),
+                                     "delay": float(value)}) + "\n")
+        except Exception:  # noqa: BLE001 - never disturb the worker
+            pass
+
+    worker.__class__ = type(cls.__name__, (cls,), {"scheduler_delay": property(_get, _set), "_iodiag_delays": True,
+                                                   "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    _set(worker, state["v"])
+
+
 async def dask_setup(client):
     out = _out_dir()
+    if out and hasattr(client, "scheduler_delay") and not hasattr(client, "submit"):  # a worker preload
+        try:
+            os.makedirs(out, exist_ok=True)
+            _record_delays(client, out)
+        except Exception:  # noqa: BLE001 - the capture never stops a worker
+            pass
+        return
     if not out or _in_worker():
         return
     os.makedirs(out, exist_ok=True)

@@ -34,6 +34,7 @@ from .store import COMPLETE, PARTIAL, JobRecord, create_job
 
 COLLECTORS = ("auto", "darshan", "embedded", "none")
 DASK_PRELOAD_VAR = "DASK_DISTRIBUTED__CLIENT__PRELOAD"
+DASK_WORKER_PRELOAD_VAR = "DASK_DISTRIBUTED__WORKER__PRELOAD"
 DASK_STREAM_VARS = ("DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__STATUS__TASK_STREAM_LENGTH",
                     "DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TASKS__TASK_STREAM_LENGTH")
 TASK_STREAM_LENGTH = 1_000_000
@@ -104,9 +105,10 @@ def _job_name(argv: Sequence[str], name: str | None) -> str:
     return os.path.basename(argv[0])
 
 
-def _dask_env(env: Mapping[str, str], dask_dir: Path, *, report: bool = True) -> dict[str, str]:
+def _with_preload(env: Mapping[str, str], var: str) -> str:
+    """``var``'s preload list with the capture file appended (the user's own preloads kept first)."""
     preload = [str(PRELOAD_FILE)]
-    old = env.get(DASK_PRELOAD_VAR)
+    old = env.get(var)
     if old:
         try:
             val = ast.literal_eval(old)
@@ -114,8 +116,15 @@ def _dask_env(env: Mapping[str, str], dask_dir: Path, *, report: bool = True) ->
             val = old
         olds = [val] if isinstance(val, str) else [str(v) for v in val]
         preload = [v for v in olds if v != str(PRELOAD_FILE)] + preload
-    out = {DASK_PRELOAD_VAR: json.dumps(preload), "IODIAG_DASK_DIR": str(dask_dir),
-           "IODIAG_DASK_REPORT": "1" if report else "0"}
+    return json.dumps(preload)
+
+
+def _dask_env(env: Mapping[str, str], dask_dir: Path, *, report: bool = True) -> dict[str, str]:
+    # the client preload captures the task stream; the same file as a worker preload logs each worker's clock
+    # offset estimate (see dask_capture._record_delays)
+    out = {DASK_PRELOAD_VAR: _with_preload(env, DASK_PRELOAD_VAR),
+           DASK_WORKER_PRELOAD_VAR: _with_preload(env, DASK_WORKER_PRELOAD_VAR),
+           "IODIAG_DASK_DIR": str(dask_dir), "IODIAG_DASK_REPORT": "1" if report else "0"}
     for var in DASK_STREAM_VARS:
         out[var] = str(max(TASK_STREAM_LENGTH, int(env.get(var, "0") or 0) if str(env.get(var, "0")).isdigit() else 0))
     return out

@@ -7,7 +7,9 @@ key, prefix, worker, pid, thread, phase, start_s, end_s.
 
 ``pid`` comes from the workers file (-1 when the worker was never
 identified); ``thread`` is Python's thread ident on the worker (not the OS
-thread id), -1 when absent.  Times are epoch seconds on the workers' clocks,
+thread id), -1 when absent.  Times are epoch seconds on the workers' clocks
+(when the capture's worker preload logged each worker's clock-offset estimate, the offset Dask adds to the times
+it reports is taken off again: ``load_delays``),
 the same clock as Darshan's on one host, so I/O ops join tasks by pid and
 time window (Zarr 3 writes chunks from its own asyncio threads, so thread ids
 do not match).
@@ -56,6 +58,40 @@ def _records(path: Path):
                 yield rec
 
 
+def load_delays(dask_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Worker address -> (local times, clock-offset estimates) in time order: every change of the worker's
+    ``scheduler_delay`` as the capture's worker preload logged it (none for jobs recorded without it)."""
+    hist: dict[str, list[tuple[float, float]]] = {}
+    for path in sorted(Path(dask_dir).glob("delays-*.jsonl")):
+        pending: list[tuple[float, float]] = []
+        addr = ""
+        for rec in _records(path):
+            try:
+                t, d = float(rec["t"]), float(rec["delay"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            pending.append((t, d))
+            addr = str(rec.get("worker") or "") or addr
+        if addr and pending:  # one file per worker; its first line may predate the worker's address
+            hist.setdefault(addr, []).extend(pending)
+    out = {}
+    for addr, rows in hist.items():
+        rows.sort()
+        out[addr] = (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
+    return out
+
+
+def to_local_clock(start: np.ndarray, history: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The offsets a worker added to task times reported at ``start``: the estimate in force when each task was
+    handed to its thread (at local time ``start - offset``; found by fixed-point iteration)."""
+    t, d = history
+    off = np.full(len(start), d[-1])
+    for _ in range(3):
+        i = np.searchsorted(t, start - off, "right") - 1
+        off = d[np.maximum(i, 0)]
+    return off
+
+
 def load_tasks(dask_dir: str | Path) -> Table:
     """The ``tasks`` table of every client's task stream under ``dask_dir`` (empty when none)."""
     dask_dir = Path(dask_dir)
@@ -96,5 +132,15 @@ def load_tasks(dask_dir: str | Path) -> Table:
                 cols["end_s"].append(stop)
     if not cols["key"]:
         return empty_table("tasks")
-    table = Table({name: np.asarray(vals, dtype=TASK_COLUMNS[name]) for name, vals in cols.items()})
+    arrays = {name: np.asarray(vals, dtype=TASK_COLUMNS[name]) for name, vals in cols.items()}
+    delays = load_delays(dask_dir)
+    if delays:  # back on each worker's own clock: the clock of its I/O records
+        wk = arrays["worker"]
+        for addr, history in delays.items():
+            sel = wk == addr
+            if sel.any():
+                off = to_local_clock(arrays["start_s"][sel], history)
+                arrays["start_s"][sel] -= off
+                arrays["end_s"][sel] -= off
+    table = Table(arrays)
     return table.take(np.argsort(table["start_s"], kind="stable"))

@@ -95,9 +95,21 @@ def test_prevalence_weighting(site):
         assert p["io_time_share"] == pytest.approx(f["io_time_s"].sum() / jobs["io_time_s"].sum())
     assert prev["small-io"]["est_cost_s"] == pytest.approx(jobs["finding_small_io_cost_s"].sum())
     assert prev["metadata-storm"]["est_cost_s"] is None  # no detector estimate: not a made-up 0
-    # ranked by share of I/O time
-    shares = [p["io_time_share"] for p in rep["prevalence"]]
-    assert shares == sorted(shares, reverse=True)
+    # ranked by recoverable core-hours: per job, cost / run time x core-hours, at most its I/O core-hours
+    f = jobs[jobs["finding_small_io"]]
+    by_hand = np.minimum((f["finding_small_io_cost_s"] / f["runtime_s"]).clip(0, 1) * f["core_hours"], f["io_time_s"] / 3600)
+    assert prev["small-io"]["recoverable_core_hours"] == pytest.approx(by_hand.sum()) and by_hand.sum() > 0
+    assert prev["metadata-storm"]["recoverable_core_hours"] == 0.0  # no estimate: nothing claimed
+    rec = [p["recoverable_core_hours"] for p in rep["prevalence"]]
+    assert rec == sorted(rec, reverse=True)
+    # the recommendations: the same order, only findings with something to recover, each with an action and who it costs
+    recs = rep["recommendations"]
+    assert [r["finding"] for r in recs] == [p["finding"] for p in rep["prevalence"] if p["recoverable_core_hours"] > 0]
+    top = recs[0]
+    assert top["action"] and top["action_source"] == "iodiag"
+    mine = jobs[jobs[f"finding_{top['finding'].replace('-', '_')}"]]
+    best_user = top["users"][0]["user"]
+    assert best_user in set(mine["user"])
 
 
 def test_top_users_and_executables(site):
@@ -116,8 +128,10 @@ def test_top_users_and_executables(site):
         capped = np.minimum(aff["finding_small_io_cost_s"] + aff["finding_stdio_heavy_cost_s"], aff["io_time_s"])
         assert u["est_cost_s"] == pytest.approx(capped.sum())
         assert u["est_cost_s"] <= u["affected_io_time_s"] * (1 + 1e-9)
-    costs = [u["est_cost_s"] or 0.0 for u in users]
-    assert costs == sorted(costs, reverse=True)
+    rec = [u["recoverable_core_hours"] for u in users]
+    assert rec == sorted(rec, reverse=True)  # whom to contact first: most core-hours to win back
+    for u in users:
+        assert u["costliest_finding"] in u["findings"] and u["costliest_core_hours"] <= u["recoverable_core_hours"] + 1e-9
     exes = {e["exe"] for e in rep["top_executables"]}
     assert exes and exes <= set(programs["program"])
     # multi-program jobs: each executable is credited with its own program's numbers
@@ -157,14 +171,17 @@ def test_renderers_only_format(site, tmp_path):
 
     rep = site_report(site)
     text = render_text(rep)
-    for title in ("Overview", "Findings: prevalence", "Top users affected", "Top executables affected",
+    for title in ("Overview", "What to change", "Findings: prevalence", "Users to contact first", "Executables to look at first",
                   "POSIX op sizes", "Files per job", "Trends per month", "Damaged or unreadable logs"):
         assert title in text
     assert "small-io" in text and "metadata-storm" in text
+    # op-size buckets as people read them, not Darshan's counter suffixes
+    assert "≤ 100 B" in text and "100 KiB – 1 MiB" in text and "1G_PLUS" not in text and "0_100" not in text
     back = json.loads(render_json(rep))
     assert back["overview"]["jobs"] == rep["overview"]["jobs"]
     html = render_html(rep)
-    assert html.startswith("<!doctype html>") and html.count("<table>") >= 8 and "small-io" in html
+    assert html.startswith("<!doctype html>") and html.count("<table>") >= 6 and "small-io" in html
+    assert html.count("<svg") >= 3 and "What to change" in html and "&gt; 1 GiB" in html
 
 
 def test_report_on_empty_dataset(tmp_path):

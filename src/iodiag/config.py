@@ -152,7 +152,7 @@ class Config:
     sweep: Sweep = field(default_factory=Sweep)
 
 
-def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:
+def _coerce(section: str, key: str, typ: Any, value: Any, source: str = "config") -> Any:
     origin = getattr(typ, "__origin__", None)
     text = str(typ)
     if typ is bool:
@@ -173,10 +173,9 @@ def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:
     elif "str" in text:
         if value is None or isinstance(value, str):
             return value
-    raise ConfigError(
-        f"config [{section}] {key} = {value!r} has the wrong type",
-        hint=f"expected {getattr(typ, '__name__', text)}",
-    )
+    expected = "a table of strings (key = \"text\")" if text.startswith("dict") else getattr(typ, "__name__", text)
+    where = "config" if source == "config" else source
+    raise ConfigError(f"{where}: [{section}] {key} = {value!r} has the wrong type", hint=f"expected {expected}")
 
 
 def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
@@ -196,7 +195,7 @@ def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
             if key not in fhints:
                 known = ", ".join(sorted(fhints))
                 raise ConfigError(f"{source}: unknown key {key!r} in [{name}]", hint=f"known keys: {known}")
-            kwargs[key] = _coerce(name, key, fhints[key], v)
+            kwargs[key] = _coerce(name, key, fhints[key], v, source)
         sections[name] = dataclasses.replace(getattr(base, name), **kwargs)
     return dataclasses.replace(base, **sections)
 

@@ -172,9 +172,9 @@ def site_defaults(dataset: str | os.PathLike, sweeps: Sequence[str | os.PathLike
     if jobs is None or not len(jobs):
         raise NoUsableData(f"{dataset}: the site dataset holds no job (empty archive, or every log damaged)",
                            hint="ingest an archive with readable Darshan logs: iodiag site ingest ARCHIVE --out " + os.fspath(dataset))
-    missing = [c for c in NEEDED_COLUMNS if c not in jobs]
+    missing = [c for c in NEEDED_COLUMNS if c not in jobs or jobs[c].isna().all()]
     if missing:
-        raise UsageError(f"{dataset}: the site dataset has no column {', '.join(missing)}",
+        raise UsageError(f"{dataset}: the site dataset has no values in column(s) {', '.join(missing)}",
                          hint="re-ingest it with this version of iodiag (iodiag site ingest ARCHIVE --out NEW)")
     tables = load_sweeps(sweeps, scenario=scenario, setting=setting, time=time, tunable=tunable)
     results = [tunable_defaults(t, jobs, weight=weight, mean=mean, uniform=uniform) for t in tables]

@@ -193,16 +193,16 @@ def test_site_config_changes_a_users_report(tmp_path):
     share = b["est_cost_s"] / before["job"]["runtime_s"]
     assert 0.1 <= share < 0.2 and b["severity"] == "medium" and a["severity"] == "high"  # the site's threshold
     assert a["recommendation"].startswith(b["recommendation"].rstrip())
-    assert a["recommendation"].endswith("Site Cluster A: use /scratch/big (stripe count 4) and chunks of at least 4 MiB; see docs.example.org/io")
+    assert a["recommendation"].endswith("Site advice (Cluster A): use /scratch/big (stripe count 4) and chunks of at least 4 MiB; see docs.example.org/io")
     # the same through the environment, and the user's own config wins over the site's
     env = {"IODIAG_SITE_CONFIG": str(site)}
     user = tmp_path / "user.toml"
     user.write_text("[severity]\nhigh = 0.5\n")
     mine = json.loads(run_cli("report", log, "--json", "--config", str(user), env=env).stdout)
     m = {f["id"]: f for f in mine["findings"]}["small-io"]
-    assert m["severity"] == "medium" and "Site Cluster A:" in m["recommendation"]
+    assert m["severity"] == "medium" and "Site advice (Cluster A):" in m["recommendation"]
     text = run_cli("report", log, "--no-color", env=env).stdout.decode()
-    assert "Site Cluster A: use /scratch/big" in text
+    assert "Site advice (Cluster A): use /scratch/big" in text
 
 
 # -- bad input: one clear error each ----------------------------------------------------------------------------
@@ -265,5 +265,6 @@ def test_cli_writes_toml_and_report_uses_it(site, tmp_path):
     assert toml.is_file() and load_config(site_config=toml).site.name == "Corpus"
     rep = run_cli("site", "report", str(site), "--json", "--site-config", str(toml))
     recs = json.loads(rep.stdout)["recommendations"]
-    srcs = {r["finding"]: r["action_source"] for r in recs}
-    assert srcs.get("small-io") == "site config" and any(v == "iodiag" for v in srcs.values())
+    told = {r["finding"]: r["site_advice"] for r in recs}
+    assert told["small-io"].startswith("Site advice (Corpus): read_layout default here:") and all(r["action"] for r in recs)
+    assert any(v is None for v in told.values())  # findings the site config says nothing about

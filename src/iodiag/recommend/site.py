@@ -1,7 +1,7 @@
 """What a site config (``[site]`` of the Config, written by ``iodiag site defaults``) adds to a user's findings.
 
 The one place site advice meets a report: ``apply_site_advice`` appends the site's text for a finding id to
-that finding's recommendation ("… Site NAME: …").  Site thresholds need nothing here: they are ordinary Config
+that finding's recommendation ("… Site advice (NAME): …").  Site thresholds need nothing here: they are ordinary Config
 keys the detectors already read.
 """
 
@@ -18,7 +18,7 @@ def site_advice(finding_id: str, config: Config) -> str | None:
     text = config.site.advice.get(finding_id)
     if not text:
         return None
-    who = f"Site {config.site.name}" if config.site.name else "Site"
+    who = f"Site advice ({config.site.name})" if config.site.name else "Site advice"
     return f"{who}: {text.strip()}"
 
 
@@ -54,9 +54,6 @@ ADMIN_ACTIONS = {
 }
 
 
-def admin_action(finding_id: str, config: Config) -> tuple[str, str]:
-    """(what to change about a finding across the site, where the text comes from: "site config" or "iodiag")."""
-    text = config.site.advice.get(finding_id)
-    if text:
-        return (f"{config.site.name}: {text}" if config.site.name else text), "site config"
-    return ADMIN_ACTIONS.get(finding_id, "See the finding's recommendation in users' reports."), "iodiag"
+def admin_action(finding_id: str) -> str:
+    """What an admin can change about a finding across the site (the site report's recommendation)."""
+    return ADMIN_ACTIONS.get(finding_id, "See the finding's recommendation in users' reports.")

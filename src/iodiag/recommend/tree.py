@@ -277,8 +277,10 @@ def encode(frame, categorical: Sequence[str] | None = None) -> tuple[Any, tuple[
 
 def fit_tree(frame, target: Sequence[Any], *, kind: str = "classifier", max_depth: int = MAX_DEPTH,
              sample_weight: Sequence[float] | None = None, min_samples_leaf: int = 1,
-             categorical: Sequence[str] | None = None, random_state: int = 0) -> Tree:
-    """Fit a depth-limited tree on ``frame`` (one row per training example) and return it as a ``Tree``."""
+             categorical: Sequence[str] | None = None, random_state: int = 0,
+             min_weight_fraction_leaf: float = 0.0) -> Tree:
+    """Fit a depth-limited tree on ``frame`` (one row per training example) and return it as a ``Tree``.
+    ``min_weight_fraction_leaf``: no leaf holds less than this share of the total weight (no rule for a sliver)."""
     try:
         from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
     except ImportError:  # pragma: no cover - the ml extra installs it
@@ -296,10 +298,10 @@ def fit_tree(frame, target: Sequence[Any], *, kind: str = "classifier", max_dept
     if kind == "classifier":
         y = y.astype(str)
         est = DecisionTreeClassifier(max_depth=max_depth, min_samples_leaf=min_samples_leaf,
-                                     random_state=random_state)
+                                     min_weight_fraction_leaf=min_weight_fraction_leaf, random_state=random_state)
     else:
         est = DecisionTreeRegressor(max_depth=max_depth, min_samples_leaf=min_samples_leaf,
-                                    random_state=random_state)
+                                    min_weight_fraction_leaf=min_weight_fraction_leaf, random_state=random_state)
     sw = None if sample_weight is None else np.asarray(list(sample_weight), dtype="f8")
     est.fit(X, y, sample_weight=sw)
     t = est.tree_

@@ -7,8 +7,8 @@
 * ``recommendations``: one per finding id, ranked by the core-hours fixing it would
   give back (*recoverable core-hours*: per affected job, the share of its run the
   finding costs, ``est_cost_s / runtime_s``, times the job's core-hours, at most the
-  core-hours it spent in I/O), with what to change (the site config's advice for
-  the finding when there is one, else ``recommend.site.ADMIN_ACTIONS``) and the
+  core-hours it spent in I/O), with what to change (``recommend.site.ADMIN_ACTIONS``),
+  what the site config tells users about it (``site_advice``, None without one) and the
   users and executables it costs most;
 * ``prevalence``: for each finding id, the jobs it affects and their share of
   all jobs, of all core-hours and of all I/O time, the estimated seconds
@@ -108,7 +108,7 @@ def prevalence(jobs) -> list[dict[str, Any]]:
 
 def recommendations(prev: list[dict[str, Any]], long, plong, config: Config, n: int = 3) -> list[dict[str, Any]]:
     """What to change, most recoverable core-hours first: the finding, the action, and whom it costs most."""
-    from ..recommend.site import admin_action
+    from ..recommend.site import admin_action, site_advice
 
     out = []
     for p in prev:
@@ -117,9 +117,9 @@ def recommendations(prev: list[dict[str, Any]], long, plong, config: Config, n: 
         fid = p["finding"]
         users = long[long["finding"] == fid].groupby("user")["recoverable_ch"].sum().sort_values(ascending=False).head(n)
         exes = plong[plong["finding"] == fid].groupby("exe")["recoverable_ch"].sum().sort_values(ascending=False).head(n)
-        action, source = admin_action(fid, config)
         out.append({"finding": fid, "jobs": p["jobs"], "recoverable_core_hours": p["recoverable_core_hours"],
-                    "recoverable_share": p["recoverable_share"], "action": action, "action_source": source,
+                    "recoverable_share": p["recoverable_share"], "action": admin_action(fid),
+                    "site_advice": site_advice(fid, config),
                     "users": [{"user": str(k) or "?", "recoverable_core_hours": float(v)} for k, v in users.items() if v > 0],
                     "executables": [{"exe": str(k) or "?", "recoverable_core_hours": float(v)} for k, v in exes.items() if v > 0]})
     return out
@@ -264,6 +264,7 @@ def site_report(path: str | os.PathLike, *, top_n: int = 10, config: Config | No
     return {
         "overview": overview,
         "recommendations": recommendations(prev, long, plong, cfg),
+        "site_config": {"name": cfg.site.name, "defaults": dict(cfg.site.defaults), "rules": list(cfg.site.rules)},
         "prevalence": prev,
         "top_users": _top(jobs, long, "user", top_n),
         "top_executables": _top(programs.assign(exe=programs["program"]) if len(programs) else jobs, plong, "exe", top_n),

@@ -27,6 +27,8 @@ from .sweeps import JobMix, SweepTable, load_sweeps, map_jobs
 
 # findings whose advice a tunable's default speaks to (the site advice text is appended to them)
 ADVICE_FOR = {"read-pattern": ("small-io", "random-access", "redundant-read"), "write-size": (), "descriptors": ()}
+# no rule of the tree serves less than this share of the site's weight (a rule for a sliver is not worth telling users)
+MIN_LEAF_WEIGHT_SHARE = 0.01
 # the job columns site defaults needs from the dataset
 NEEDED_COLUMNS = ("job_key", "core_hours", "io_time_s", "read_time_s", "write_time_s", "posix_reads", "posix_writes",
                   "posix_bytes_read", "posix_bytes_written", "n_files_read", "max_file_bytes")
@@ -85,7 +87,8 @@ def _tree(table: SweepTable, mix: JobMix, tab: DefaultsTable, mean: str, default
     ok = np.all(np.isfinite(X.to_numpy()), axis=1)
     if not ok.any():
         return None
-    tree = fit_tree(X[ok].reset_index(drop=True), label[ok].tolist(), sample_weight=rows["weight"][ok].tolist(), min_samples_leaf=1)
+    tree = fit_tree(X[ok].reset_index(drop=True), label[ok].tolist(), sample_weight=rows["weight"][ok].tolist(),
+                    min_weight_fraction_leaf=MIN_LEAF_WEIGHT_SHARE)
     # the tree as a policy: in each scenario the setting it gives most of that scenario's (weighted) jobs
     pred = [tree.predict(r) for r in X[ok].to_dict("records")]
     votes: dict[str, dict[str, float]] = {}
@@ -103,7 +106,9 @@ def _tree(table: SweepTable, mix: JobMix, tab: DefaultsTable, mean: str, default
         for conds, leaf in tree.leaves(collapse=True):
             if leaf.answer != default and leaf.samples > 0:
                 when = " and ".join(condition_text(c) for c in conds) or "always"
-                user_rules.append({"when": when, "setting": leaf.answer, "weight": leaf.samples})
+                user_rules.append({"when": when, "setting": leaf.answer, "weight": leaf.samples,
+                                   "weight_share": leaf.samples / (tree.weight[0] or 1.0)})
+        user_rules.sort(key=lambda r: -r["weight"])
     return {
         "features": feats, "depth": tree.depth(), "rules": tree.rules(fmt=fmt_feature, answer=lambda lf: f"{lf.answer}", collapse=True),
         "policy": _score(policy), "choice": choice, "regret_share": regret, "beats_default": beats,
@@ -153,11 +158,13 @@ def _advice(res: dict[str, Any], site: str | None) -> str:
     tab = res["site"] or res["measured"]
     sc = next(s for s in tab["defaults"] if s["setting"] == res["default"])
     m = res["mean"]
-    text = (f"the site default for {res['tunable']} is {res['default']} ({100 * sc[m]:.0f} % of the best setting, "
-            f"{m} mean over the site's {'jobs' if res['site'] else 'sweep scenarios'}, measured here).")
+    text = (f"{res['tunable']} default here: {res['default']} ({100 * sc[m]:.0f} % of the best, {m} mean over "
+            f"{'this site' + chr(39) + 's jobs' if res['site'] else 'the sweep'}, measured on site).")
     rules = (res.get("tree") or {}).get("user_rules") or []
     if rules:
-        text += " Better: " + "; ".join(f"if {r['when']}: {r['setting']}" for r in rules) + "."
+        r = rules[0]
+        more = f" (+{len(rules) - 1} more in the site rules)" if len(rules) > 1 else ""
+        text += f" Better if {r['when']}: {r['setting']}{more}."
     return text
 
 

@@ -69,7 +69,8 @@ def _sections(rep: dict[str, Any]):
     ])
     yield ("What to change: recommendations by recoverable core-hours",
            ["finding", "jobs", "recoverable core-h", "% of core-h", "what to change", "costs most (core-h)"],
-           [[r["finding"], str(r["jobs"]), _ch(r["recoverable_core_hours"]), _pct(r["recoverable_share"]), r["action"],
+           [[r["finding"], str(r["jobs"]), _ch(r["recoverable_core_hours"]), _pct(r["recoverable_share"]),
+             r["action"] + (f" Users are told ({r['site_advice']})" if r.get("site_advice") else ""),
              "users: " + _who(r["users"], "user") + "; programs: " + _who(r["executables"], "exe")] for r in rep.get("recommendations", [])]
            or [["(nothing recoverable)", "", "", "", "", ""]])
     for key, title in (("user", "Users to contact first"), ("exe", "Executables to look at first")):
@@ -79,6 +80,10 @@ def _sections(rep: dict[str, Any]):
                  f"{r.get('costliest_finding') or '-'} ({_ch(r.get('costliest_core_hours'))})", _num(r["affected_core_hours"]),
                  ", ".join(f"{k} x{v}" for k, v in list(r["findings"].items())[:3])] for r in rows]
                or [["(none)", "", "", "", "", "", ""]])
+    sc = rep.get("site_config") or {}
+    if sc.get("defaults") or sc.get("rules"):
+        yield ("Site defaults in force (site config)", ["tunable", "default"],
+               [[k, v] for k, v in sc["defaults"].items()] + [["rule for users", r] for r in sc["rules"]])
     prev = rep["prevalence"]
     yield ("Findings: prevalence, by recoverable core-hours",
            ["finding", "jobs", "% jobs", "% core-h", "% I/O time", "est. cost", "recoverable core-h"],
@@ -115,7 +120,7 @@ def render_text(rep: dict[str, Any]) -> str:
     for title, headers, rows in _sections(rep):
         out.append(title)
         right = [False] + [True] * (len(headers) - 1) if title != "Examples" else [False] * len(headers)
-        if title in ("Overview",):
+        if title.startswith(("Overview", "Site defaults")):
             right = [False, False]
         if title.startswith("What to change") and rows and rows[0][1]:
             # the action and who it costs are sentences: under each row, not in columns
@@ -151,7 +156,7 @@ th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertic
 th{background:#f7fafc;font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .rec{border:1px solid var(--line);border-left:6px solid var(--good);border-radius:4px;padding:8px 12px;margin:10px 0}
 .rec h3{margin:0 0 4px;font-size:15px}.rec .what{background:#f0fff4;border:1px solid #c6f6d5;padding:6px 10px;border-radius:4px;margin:6px 0}
-.rec .src{font-size:11px;color:var(--muted)}
+.rec .told{background:#ebf8ff;border:1px solid #bee3f8;padding:4px 10px;border-radius:4px;margin:6px 0}
 .plots{display:grid;grid-template-columns:1fr 1fr;gap:14px}@media(max-width:900px){.plots{grid-template-columns:1fr}}
 div.plot{border:1px solid var(--line);padding:6px 4px 2px}div.plot svg{display:block;max-width:100%;height:auto;margin:0 auto}
 figcaption{font-size:12px;color:var(--muted);margin:4px 6px}
@@ -240,10 +245,11 @@ def render_html(rep: dict[str, Any]) -> str:
                                   unit="core-hours", width=900, fmt=_ch),
                            "Each bar: core-hours the site would get back if the finding were fixed in every job that has it."))
         for i, r in enumerate(recs[:8], 1):
-            src = "from the site config" if r["action_source"] == "site config" else "iodiag's generic advice"
+            told = (f"<div class='told small'><b>Users' reports say</b> (site config): {esc(r['site_advice'])}</div>"
+                    if r.get("site_advice") else "")
             parts.append(f"<div class='rec'><h3>{i}. {esc(r['finding'])} — {esc(_ch(r['recoverable_core_hours']))} core-hours "
                          f"<span class='muted small'>({esc(_pct(r['recoverable_share']))} of all; {r['jobs']} jobs)</span></h3>"
-                         f"<div class='what'>{esc(r['action'])} <span class='src'>({src})</span></div>"
+                         f"<div class='what'>{esc(r['action'])}</div>{told}"
                          f"<div class='small'>Costs most: users {esc(_who(r['users'], 'user'))}; programs {esc(_who(r['executables'], 'exe'))}</div></div>")
     else:
         parts.append("<p>No finding has an estimated cost: nothing to recover.</p>")
@@ -272,10 +278,10 @@ def render_html(rep: dict[str, Any]) -> str:
                        f"Median {_num(fpj['quantiles']['p50'])} files per job, 90th percentile {_num(fpj['quantiles']['p90'])}."))
     parts.append("</div>")
     for title, headers, rows in _sections(rep):
-        if title.startswith(("Findings", "Trends", "Damaged", "Examples", "POSIX op sizes", "Files per job")):
+        if title.startswith(("Site defaults", "Findings", "Trends", "Damaged", "Examples", "POSIX op sizes", "Files per job")):
             anchor = {"Findings": "findings", "Trends": "trends", "Damaged": "errors"}.get(title.split(":")[0].split(" ")[0], "")
             parts.append(f"<h2{' id=' + repr(anchor) if anchor else ''}>{esc(title)}</h2>")
-            parts.append(_html_table(headers, rows, [i > 0 and title != "Examples" for i in range(len(headers))]))
+            parts.append(_html_table(headers, rows, [i > 0 and not title.startswith(("Examples", "Site")) for i in range(len(headers))]))
     parts.append("</main></body></html>")
     return "\n".join(parts)
 
@@ -317,7 +323,7 @@ def defaults_sections(res: dict[str, Any]):
             notes = [f"the tree as a policy: arithmetic {_pct(p['arithmetic'])}, geometric {_pct(p['geometric'])}, harmonic {_pct(p['harmonic'])}"
                      + (f"; it recovers {_pct(1 - tr['regret_share'])} of what the best single default leaves to the oracle"
                         if tr["regret_share"] is not None else "; no single default loses anything")]
-            yield (f"{name}: depth-{tr['depth']} tree over the site's jobs (features: {', '.join(tr['features'])})",
+            yield (f"{name}: decision tree (depth ≤ 4) over the site's jobs (features: {', '.join(tr['features'])})",
                    ["rules"], [[ln] for ln in tr["rules"]], notes)
 
 

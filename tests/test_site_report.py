@@ -14,6 +14,8 @@ from iodiag.site import feature_matrix, ingest_archive, load_site
 from iodiag.site.aggregate import site_report
 from iodiag.site.render import render_html, render_json, render_text
 
+from test_html_support import browser, screenshot_dir  # noqa: F401  (browser is a fixture)
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "darshan-logs"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS}")
@@ -211,3 +213,23 @@ def test_feature_matrix_for_the_recommender(site):
     flagged = programs["finding_small_io"].to_numpy()
     assert (Y.loc[flagged, "small-io"] > 0).all() and (Y.loc[~flagged, "small-io"] == 0).all()
     assert Y["metadata-storm"].isna().sum() == programs["finding_metadata_storm"].sum()
+
+
+@pytest.mark.chromium
+def test_html_in_chromium(site, tmp_path, browser):  # noqa: F811 (browser is a fixture)
+    """The site page in headless Chromium: no script, no error, its three plots laid out with their bars drawn,
+    and what to change before anything else."""
+    rep = site_report(site)
+    page = tmp_path / "site.html"
+    page.write_text(render_html(rep), encoding="utf-8")
+    r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "site-report.png")
+    assert r["errors"] == [] and r["scripts"] == [] and r["script_elements"] == 0
+    figs = {f["id"]: f for f in r["svgs"]}
+    assert {"plot-recoverable", "plot-op-sizes", "plot-files-per-job"} <= set(figs)
+    for f in figs.values():
+        assert f["w"] > 300 and f["h"] > 100 and f["marks"] > 0 and f["drawn"] == f["marks"], f
+    # one bar per finding with something to recover
+    assert figs["plot-recoverable"]["marks"] == min(10, len(rep["recommendations"]))
+    text = r["text"]
+    assert text.index("What to change, by recoverable") < text.index("Whom to contact first") < text.index("Findings: prevalence")
+    assert rep["recommendations"][0]["finding"] in text and "> 1 GiB" in text and "1G_PLUS" not in text

@@ -200,8 +200,8 @@ def _hbars(title: str, labels: Sequence[str], series: Sequence[tuple[str, str, S
     return fig.svg()
 
 
-def _plot(svg_text: str, caption: str) -> str:
-    return f"<figure><div class='plot'>{svg_text}</div><figcaption>{html.escape(caption)}</figcaption></figure>"
+def _plot(pid: str, svg_text: str, caption: str) -> str:
+    return f"<figure id='{pid}'><div class='plot'>{svg_text}</div><figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
 def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], num: Sequence[bool]) -> str:
@@ -240,7 +240,7 @@ def render_html(rep: dict[str, Any]) -> str:
                  "time the finding costs (iodiag's estimate) times the job's core-hours, at most the core-hours the job spent in I/O.</p>")
     if recs:
         top = recs[:10]
-        parts.append(_plot(_hbars("Recoverable core-hours per finding", [r["finding"] for r in top],
+        parts.append(_plot("plot-recoverable", _hbars("Recoverable core-hours per finding", [r["finding"] for r in top],
                                   [("recoverable core-hours", "#2f855a", [r["recoverable_core_hours"] for r in top])],
                                   unit="core-hours", width=900, fmt=_ch),
                            "Each bar: core-hours the site would get back if the finding were fixed in every job that has it."))
@@ -270,10 +270,10 @@ def render_html(rep: dict[str, Any]) -> str:
     labels = ops.get("labels", ops["bins"])
     fpj = rep["files_per_job"]
     parts.append("<h2 id='workload'>Workload</h2><div class='plots'>")
-    parts.append(_plot(_hbars("POSIX operations by size", labels, [("reads", READ, ops["read_ops"]), ("writes", WRITE, ops["write_ops"])],
+    parts.append(_plot("plot-op-sizes", _hbars("POSIX operations by size", labels, [("reads", READ, ops["read_ops"]), ("writes", WRITE, ops["write_ops"])],
                               unit="operations (all jobs)"),
                        f"{_pct(ops['ops_lt_100k_share'])} of all operations are under 100 KiB."))
-    parts.append(_plot(_hbars("Files per job", [h["files"] for h in fpj["histogram"]],
+    parts.append(_plot("plot-files-per-job", _hbars("Files per job", [h["files"] for h in fpj["histogram"]],
                               [("jobs", "#4a5568", [h["jobs"] for h in fpj["histogram"]])], unit="jobs"),
                        f"Median {_num(fpj['quantiles']['p50'])} files per job, 90th percentile {_num(fpj['quantiles']['p90'])}."))
     parts.append("</div>")

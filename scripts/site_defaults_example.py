@@ -149,8 +149,8 @@ def main() -> None:
     doc = TEMPLATE.format(
         regen="python scripts/site_defaults_example.py" + (" --measure" if a.measure else ""),
         measured=f"The sweeps were re-run for this version of the page ({measured})." if measured else
-        "The sweep tables are the ones measured on this machine on 2026-11-25, 03:45:55–03:49 UTC, with the machine shared "
-        "(load average 1.7 at the start, 5.8 at the end, on 2 cores); `--measure` re-runs them.",
+        "The sweep tables are the ones measured on this machine on 2026-11-25, 03:45:55–03:48:39 UTC (2 min 44 s), with the machine shared "
+        "(load average 1.7 at the start, 5.6–5.8 during the conversions, on 2 cores); `--measure` re-runs them.",
         logs=n, damaged=len(arc.damaged), jobs=ingest["jobs"], ingest_s=f"{ingest['seconds']:.1f}",
         defaults_text=block(defaults_text.split("Proposed site configuration")[0]),
         toml=block(toml.read_text(), "toml"),

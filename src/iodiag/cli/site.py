@@ -149,7 +149,8 @@ def defaults_cmd(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Site defaults: for each tunable the sweeps measured, the default-vs-best table (Kunkel) weighted by the
-    site's own jobs, a depth-4 tree whose rules beat any single default, and a proposed site config (TOML).
+    site's own jobs, a depth-4 tree over those jobs (its rules go to users where it beats every single
+    default), and a proposed site config (TOML).
 
     The site's jobs are mapped onto the sweep's scenarios from their counters (docs/site-defaults.md).
 
@@ -179,10 +180,7 @@ def defaults_cmd(
     except IodiagError as exc:
         _fail(exc)
         return
-    if json_out:
-        for t in res["tunables"]:
-            if t.get("tree"):
-                t["tree"].pop("model", None)
+    if json_out:  # the trees' models included (recommend.tree.Tree.from_dict reads them)
         print(render_json(res))
         return
     print(render_defaults_text(res))

@@ -14,6 +14,8 @@ from iodiag.site import feature_matrix, ingest_archive, load_site
 from iodiag.site.aggregate import site_report
 from iodiag.site.render import render_html, render_json, render_text
 
+from test_html_support import browser, screenshot_dir  # noqa: F401  (browser is a fixture)
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "darshan-logs"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS}")
@@ -95,9 +97,21 @@ def test_prevalence_weighting(site):
         assert p["io_time_share"] == pytest.approx(f["io_time_s"].sum() / jobs["io_time_s"].sum())
     assert prev["small-io"]["est_cost_s"] == pytest.approx(jobs["finding_small_io_cost_s"].sum())
     assert prev["metadata-storm"]["est_cost_s"] is None  # no detector estimate: not a made-up 0
-    # ranked by share of I/O time
-    shares = [p["io_time_share"] for p in rep["prevalence"]]
-    assert shares == sorted(shares, reverse=True)
+    # ranked by recoverable core-hours: per job, cost / run time x core-hours, at most its I/O core-hours
+    f = jobs[jobs["finding_small_io"]]
+    by_hand = np.minimum((f["finding_small_io_cost_s"] / f["runtime_s"]).clip(0, 1) * f["core_hours"], f["io_time_s"] / 3600)
+    assert prev["small-io"]["recoverable_core_hours"] == pytest.approx(by_hand.sum()) and by_hand.sum() > 0
+    assert prev["metadata-storm"]["recoverable_core_hours"] == 0.0  # no estimate: nothing claimed
+    rec = [p["recoverable_core_hours"] for p in rep["prevalence"]]
+    assert rec == sorted(rec, reverse=True)
+    # the recommendations: the same order, only findings with something to recover, each with an action and who it costs
+    recs = rep["recommendations"]
+    assert [r["finding"] for r in recs] == [p["finding"] for p in rep["prevalence"] if p["recoverable_core_hours"] > 0]
+    top = recs[0]
+    assert top["action"] and top["site_advice"] is None  # no site config
+    mine = jobs[jobs[f"finding_{top['finding'].replace('-', '_')}"]]
+    best_user = top["users"][0]["user"]
+    assert best_user in set(mine["user"])
 
 
 def test_top_users_and_executables(site):
@@ -116,8 +130,10 @@ def test_top_users_and_executables(site):
         capped = np.minimum(aff["finding_small_io_cost_s"] + aff["finding_stdio_heavy_cost_s"], aff["io_time_s"])
         assert u["est_cost_s"] == pytest.approx(capped.sum())
         assert u["est_cost_s"] <= u["affected_io_time_s"] * (1 + 1e-9)
-    costs = [u["est_cost_s"] or 0.0 for u in users]
-    assert costs == sorted(costs, reverse=True)
+    rec = [u["recoverable_core_hours"] for u in users]
+    assert rec == sorted(rec, reverse=True)  # whom to contact first: most core-hours to win back
+    for u in users:
+        assert u["costliest_finding"] in u["findings"] and u["costliest_core_hours"] <= u["recoverable_core_hours"] + 1e-9
     exes = {e["exe"] for e in rep["top_executables"]}
     assert exes and exes <= set(programs["program"])
     # multi-program jobs: each executable is credited with its own program's numbers
@@ -157,14 +173,17 @@ def test_renderers_only_format(site, tmp_path):
 
     rep = site_report(site)
     text = render_text(rep)
-    for title in ("Overview", "Findings: prevalence", "Top users affected", "Top executables affected",
+    for title in ("Overview", "What to change", "Findings: prevalence", "Users to contact first", "Executables to look at first",
                   "POSIX op sizes", "Files per job", "Trends per month", "Damaged or unreadable logs"):
         assert title in text
     assert "small-io" in text and "metadata-storm" in text
+    # op-size buckets as people read them, not Darshan's counter suffixes
+    assert "≤ 100 B" in text and "100 KiB – 1 MiB" in text and "1G_PLUS" not in text and "0_100" not in text
     back = json.loads(render_json(rep))
     assert back["overview"]["jobs"] == rep["overview"]["jobs"]
     html = render_html(rep)
-    assert html.startswith("<!doctype html>") and html.count("<table>") >= 8 and "small-io" in html
+    assert html.startswith("<!doctype html>") and html.count("<table>") >= 6 and "small-io" in html
+    assert html.count("<svg") >= 3 and "What to change" in html and "&gt; 1 GiB" in html
 
 
 def test_report_on_empty_dataset(tmp_path):
@@ -194,3 +213,23 @@ def test_feature_matrix_for_the_recommender(site):
     flagged = programs["finding_small_io"].to_numpy()
     assert (Y.loc[flagged, "small-io"] > 0).all() and (Y.loc[~flagged, "small-io"] == 0).all()
     assert Y["metadata-storm"].isna().sum() == programs["finding_metadata_storm"].sum()
+
+
+@pytest.mark.chromium
+def test_html_in_chromium(site, tmp_path, browser):  # noqa: F811 (browser is a fixture)
+    """The site page in headless Chromium: no script, no error, its three plots laid out with their bars drawn,
+    and what to change before anything else."""
+    rep = site_report(site)
+    page = tmp_path / "site.html"
+    page.write_text(render_html(rep), encoding="utf-8")
+    r = browser.load(page, screenshot=screenshot_dir(tmp_path) / "site-report.png")
+    assert r["errors"] == [] and r["scripts"] == [] and r["script_elements"] == 0
+    figs = {f["id"]: f for f in r["svgs"]}
+    assert {"plot-recoverable", "plot-op-sizes", "plot-files-per-job"} <= set(figs)
+    for f in figs.values():
+        assert f["w"] > 300 and f["h"] > 100 and f["marks"] > 0 and f["drawn"] == f["marks"], f
+    # one bar per finding with something to recover
+    assert figs["plot-recoverable"]["marks"] == min(10, len(rep["recommendations"]))
+    text = r["text"]
+    assert text.index("What to change, by recoverable") < text.index("Whom to contact first") < text.index("Findings: prevalence")
+    assert rep["recommendations"][0]["finding"] in text and "> 1 GiB" in text and "1G_PLUS" not in text

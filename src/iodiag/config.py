@@ -9,7 +9,13 @@ A TOML file mirrors the dataclass tree::
     mute = ["stdio-heavy"]
 
 Unknown sections or keys and values of the wrong type are errors (exit code of
-``ConfigError``), never silently ignored.  Detectors receive the ``Config``
+``ConfigError``), never silently ignored.
+
+Two files are layered over the defaults: the *site config* an admin deploys
+(``$IODIAG_SITE_CONFIG``, else ``/etc/iodiag/site.toml`` when present; ``iodiag
+site defaults`` writes one), then the *user config* (``--config`` or
+``$IODIAG_CONFIG``).  Keys the user sets win; tables such as ``[site.advice]``
+are merged key by key.  Detectors receive the ``Config``
 as a parameter; nothing mutates it after loading.
 """
 
@@ -118,6 +124,11 @@ class Site:
     job_timeout_s: float = 600.0  # building, diagnosing and featurizing one job's logs (each log's decoding: [reader] timeout_s)
     # modules decoded for site features (no DXT/HEATMAP: counters are enough and 10x cheaper)
     modules: tuple[str, ...] = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS", "LUSTRE")
+    # what a site config (iodiag site defaults) tells every user's report
+    name: str | None = None  # the site's name, shown with its advice
+    defaults: dict[str, str] = field(default_factory=dict)  # tunable -> the site-wide default setting
+    advice: dict[str, str] = field(default_factory=dict)  # finding id -> site-specific advice appended to its recommendation
+    rules: tuple[str, ...] = ()  # rules for users that beat the default ("if ...: setting")
 
 
 @dataclass(frozen=True)
@@ -141,7 +152,7 @@ class Config:
     sweep: Sweep = field(default_factory=Sweep)
 
 
-def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:
+def _coerce(section: str, key: str, typ: Any, value: Any, source: str = "config") -> Any:
     origin = getattr(typ, "__origin__", None)
     text = str(typ)
     if typ is bool:
@@ -153,16 +164,18 @@ def _coerce(section: str, key: str, typ: Any, value: Any) -> Any:
     elif typ is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+    elif origin is dict or text.startswith("dict"):
+        if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            return dict(value)
     elif origin is tuple or text.startswith("tuple"):
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return tuple(value)
     elif "str" in text:
         if value is None or isinstance(value, str):
             return value
-    raise ConfigError(
-        f"config [{section}] {key} = {value!r} has the wrong type",
-        hint=f"expected {getattr(typ, '__name__', text)}",
-    )
+    expected = "a table of strings (key = \"text\")" if text.startswith("dict") else getattr(typ, "__name__", text)
+    where = "config" if source == "config" else source
+    raise ConfigError(f"{where}: [{section}] {key} = {value!r} has the wrong type", hint=f"expected {expected}")
 
 
 def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
@@ -182,28 +195,63 @@ def config_from_dict(data: dict[str, Any], *, source: str = "config") -> Config:
             if key not in fhints:
                 known = ", ".join(sorted(fhints))
                 raise ConfigError(f"{source}: unknown key {key!r} in [{name}]", hint=f"known keys: {known}")
-            kwargs[key] = _coerce(name, key, fhints[key], v)
+            kwargs[key] = _coerce(name, key, fhints[key], v, source)
         sections[name] = dataclasses.replace(getattr(base, name), **kwargs)
     return dataclasses.replace(base, **sections)
 
 
-def load_config(path: str | os.PathLike | None = None) -> Config:
-    """Defaults, overridden by a TOML file when given (or $IODIAG_CONFIG)."""
+SITE_CONFIG_PATH = "/etc/iodiag/site.toml"
+
+
+def _read_toml(p: Path, what: str) -> dict[str, Any]:
     import tomllib
 
-    path = path or os.environ.get("IODIAG_CONFIG")
-    if not path:
-        return Config()
-    p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file {p} not found", hint="check the path given to --config or $IODIAG_CONFIG")
+        raise ConfigError(f"{what} file {p} not found", hint=f"check the path given to {'--site-config or $IODIAG_SITE_CONFIG' if what == 'site config' else '--config or $IODIAG_CONFIG'}")
     try:
         data = tomllib.loads(p.read_text())
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config file {p} cannot be read: {exc}") from None
+        raise ConfigError(f"{what} file {p} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {p} is not valid TOML: {exc}", hint="fix the syntax") from None
-    return config_from_dict(data, source=str(p))
+        raise ConfigError(f"{what} file {p} is not valid TOML: {exc}", hint="fix the syntax") from None
+    config_from_dict(data, source=str(p))  # each file must be valid on its own, so an error names the right file
+    return data
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def site_config_path(site_config: str | os.PathLike | None = None) -> Path | None:
+    """The site config in use: the one given, else $IODIAG_SITE_CONFIG, else /etc/iodiag/site.toml if present."""
+    if site_config:
+        return Path(site_config)
+    env = os.environ.get("IODIAG_SITE_CONFIG")
+    if env:
+        return Path(env)
+    p = Path(SITE_CONFIG_PATH)
+    return p if p.is_file() else None
+
+
+def load_config(path: str | os.PathLike | None = None, *, site_config: str | os.PathLike | None = None) -> Config:
+    """Defaults, overridden by the site config (see ``site_config_path``), then by the user's TOML file
+    (``path`` or $IODIAG_CONFIG)."""
+    data: dict[str, Any] = {}
+    sources = []
+    sp = site_config_path(site_config)
+    if sp is not None:
+        data = _merge(data, _read_toml(sp, "site config"))
+        sources.append(str(sp))
+    path = path or os.environ.get("IODIAG_CONFIG")
+    if path:
+        data = _merge(data, _read_toml(Path(path), "config"))
+        sources.append(str(path))
+    if not data:
+        return Config()
+    return config_from_dict(data, source=" + ".join(sources))
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:

@@ -32,6 +32,7 @@ def report_cmd(
     html: bool = typer.Option(False, "--html", help="--html [PATH]: write a self-contained HTML report to PATH (default: into the job folder, next to the log, or the current folder)."),
     html_path: Optional[Path] = typer.Option(None, "--html-path", help="Write the HTML report to this path (implies --html)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML file overriding detector thresholds."),
+    site_config: Optional[Path] = typer.Option(None, "--site-config", help="Site config (written by `iodiag site defaults`; default $IODIAG_SITE_CONFIG, else /etc/iodiag/site.toml if present): site thresholds and advice; --config overrides it."),
     mute: List[str] = typer.Option([], "--mute", help="Finding id to leave out (repeatable)."),
     log_tree: Optional[str] = typer.Option(None, "--log-tree", help="Site archive root laid out as YYYY/M/D/ (or $IODIAG_LOG_TREE)."),
     job: Optional[str] = typer.Option(None, "--job", help="When a folder holds several jobs: the job id to report."),
@@ -41,16 +42,16 @@ def report_cmd(
 ) -> None:
     run_guarded(lambda: _report(
         target=target, json_out=json_out, json_file=json_file, html=html or html_path is not None, html_path=html_path,
-        config_file=config_file, mute=mute, log_tree=log_tree, job=job, take_all=take_all, obfuscate=obfuscate, color=color,
+        config_file=config_file, site_config=site_config, mute=mute, log_tree=log_tree, job=job, take_all=take_all, obfuscate=obfuscate, color=color,
     ), on_ambiguous=_print_choices, json_errors=json_out)
 
 
-def _report(*, target, json_out, json_file, html, html_path, config_file, mute, log_tree, job, take_all, obfuscate, color) -> None:
+def _report(*, target, json_out, json_file, html, html_path, config_file, site_config, mute, log_tree, job, take_all, obfuscate, color) -> None:
     from ..config import load_config
     from ..reports.json_report import render_json
     from ..service import diagnose_report, with_mutes
 
-    cfg = with_mutes(load_config(config_file), mute)
+    cfg = with_mutes(load_config(config_file, site_config=site_config), mute)
     prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out)
     findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate)
     text = render_json(report)

@@ -18,7 +18,8 @@ site_app = typer.Typer(
     "  iodiag site ingest /lus/darshan-logs --out site.parquet\n\n"
     "  iodiag site ingest /lus/darshan-logs --out site.parquet --scheduler tcp://head:8786\n\n"
     "  iodiag site report site.parquet --html site.html\n\n"
-    "  iodiag site report site.parquet --json > site.json",
+    "  iodiag site report site.parquet --json > site.json\n\n"
+    "  iodiag site defaults site.parquet --sweep sweeps/read-chunks --toml site.toml",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -99,9 +100,10 @@ def report_cmd(
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
     html: Optional[Path] = typer.Option(None, "--html", help="--html [PATH]: also write an HTML report (default: iodiag-site-report.html here)"),
     top: int = typer.Option(10, "--top", help="rows in the top users / executables tables"),
+    site_config: Optional[Path] = typer.Option(None, "--site-config", help="site config (iodiag site defaults --toml; default $IODIAG_SITE_CONFIG): its advice words the recommendations"),
 ) -> None:
-    """What hurts the site: finding prevalence weighted by core-hours and I/O time,
-    top users and executables affected, op sizes, files per job, trends, damaged logs.
+    """What to change at the site: recommendations ranked by recoverable core-hours, the users and
+    executables to contact first, finding prevalence, op sizes, files per job, trends, damaged logs.
 
     Examples:
 
@@ -109,11 +111,12 @@ def report_cmd(
 
       iodiag site report site.parquet --json | jq '.prevalence[0]'
     """
+    from ..config import load_config
     from ..site.aggregate import site_report
     from ..site.render import render_html, render_json, render_text
 
     try:
-        rep = site_report(dataset, top_n=top)
+        rep = site_report(dataset, top_n=top, config=load_config(site_config=site_config))
         if html is not None:
             try:
                 html.write_text(render_html(rep))
@@ -127,3 +130,59 @@ def report_cmd(
     print(render_json(rep) if json_out else render_text(rep))
     if html is not None and not json_out:
         print(f"HTML report: {html}")
+
+
+@site_app.command("defaults")
+@guarded
+def defaults_cmd(
+    dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest (the workload mix)"),
+    sweep: list[Path] = typer.Option([], "--sweep", "-s", help="sweep folder or results table (iodiag sweep collect; or any table with scenario, setting, time_s columns); repeatable, tables of one tunable are joined"),
+    toml: Optional[Path] = typer.Option(None, "--toml", help="write the proposed site config here (TOML read by --site-config / $IODIAG_SITE_CONFIG)"),
+    name: Optional[str] = typer.Option(None, "--name", help="the site's name, shown with its advice in users' reports"),
+    weight: str = typer.Option("io", "--weight", help="what a job weighs: io (core-hours spent in the I/O the tunable affects), core-hours, jobs"),
+    mean: str = typer.Option("harmonic", "--mean", help="the mean the default is chosen by: harmonic (punishes a bad case most), geometric, arithmetic"),
+    uniform: bool = typer.Option(False, "--uniform", help="weigh the sweep's scenarios alike instead of by the site's jobs"),
+    scenario: Optional[str] = typer.Option(None, "--scenario", help="column of the scenario (tables not from iodiag sweep)"),
+    setting: Optional[str] = typer.Option(None, "--setting", help="column of the setting"),
+    time: Optional[str] = typer.Option(None, "--time", help="column of the time in seconds (lower is better)"),
+    tunable: Optional[str] = typer.Option(None, "--tunable", help="name of the tunable (default: from the sweep kind)"),
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Site defaults: for each tunable the sweeps measured, the default-vs-best table (Kunkel) weighted by the
+    site's own jobs, a depth-4 tree over those jobs (its rules go to users where it beats every single
+    default), and a proposed site config (TOML).
+
+    The site's jobs are mapped onto the sweep's scenarios from their counters (docs/site-defaults.md).
+
+    Examples:
+
+      iodiag site defaults site.parquet --sweep sweeps/read-chunks --toml site.toml --name "Cluster A"
+
+      iodiag site defaults site.parquet --sweep stripes.csv --scenario pattern --setting stripe_count --time t_write_s
+
+      iodiag site defaults site.parquet --sweep sweeps/read-chunks --json | jq '.tunables[0].default'
+    """
+    import time as _time
+
+    from ..site.defaults import site_defaults
+    from ..site.render import render_defaults_text, render_json, render_site_toml
+
+    try:
+        res = site_defaults(dataset, sweep, weight=weight, mean=mean, uniform=uniform, site_name=name,
+                            scenario=scenario, setting=setting, time=time, tunable=tunable)
+        if toml is not None:
+            try:
+                toml.write_text(render_site_toml(res, generated=_time.strftime("%Y-%m-%d", _time.gmtime())))
+            except OSError as exc:
+                from ..errors import InputUnreadable
+
+                raise InputUnreadable(f"{toml}: cannot write the site config: {exc.strerror}", hint="check the directory exists and is writable") from None
+    except IodiagError as exc:
+        _fail(exc)
+        return
+    if json_out:  # the trees' models included (recommend.tree.Tree.from_dict reads them)
+        print(render_json(res))
+        return
+    print(render_defaults_text(res))
+    if toml is not None:
+        print(f"site config written to {toml}; use it with: iodiag report LOG --site-config {toml}")

@@ -145,9 +145,19 @@ class Tree:
             return 0 if self.left[n] == LEAF else 1 + max(d(self.left[n]), d(self.right[n]))
         return d(0)
 
+    def _answers(self, node: int) -> set:
+        if self.left[node] == LEAF:
+            return {self._leaf(node).answer}
+        return self._answers(self.left[node]) | self._answers(self.right[node])
+
+    def _ends(self, node: int, collapse: bool) -> bool:
+        """Whether ``node`` is shown as a leaf: a leaf, or (``collapse``) a split whose leaves all give one answer."""
+        return self.left[node] == LEAF or (collapse and self.kind == "classifier" and len(self._answers(node)) == 1)
+
     def rules(self, *, highlight: Mapping[str, Any] | None = None, fmt: Callable[[str, float], str] | None = None,
-              answer: Callable[[Leaf], str] | None = None, marker: str = "▶") -> list[str]:
-        """The tree as indented if/else lines; with ``highlight`` the lines on that row's path start with ``marker``."""
+              answer: Callable[[Leaf], str] | None = None, marker: str = "▶", collapse: bool = False) -> list[str]:
+        """The tree as indented if/else lines; with ``highlight`` the lines on that row's path start with ``marker``.
+        ``collapse`` shows a split whose leaves all give the same class as one leaf (its splits change nothing)."""
         on_path: set[tuple[int, bool]] = set()
         end = None
         if highlight is not None:
@@ -164,8 +174,8 @@ class Tree:
 
         def emit(node: int, depth: int) -> None:
             ind = "  " * depth
-            if self.left[node] == LEAF:
-                mark = marker if node == end else pad
+            if self._ends(node, collapse):
+                mark = marker if node == end or (node, True) in on_path or (node, False) in on_path else pad
                 lines.append(f"{mark} {ind}→ {say(self._leaf(node))}")
                 return
             for branch, child in ((True, self.left[node]), (False, self.right[node])):
@@ -175,6 +185,20 @@ class Tree:
 
         emit(0, 0)
         return lines
+
+    def leaves(self, *, collapse: bool = False) -> list[tuple[list[Condition], Leaf]]:
+        """Every leaf with the conditions on the way to it, left to right (``collapse``: as in ``rules``)."""
+        out: list[tuple[list[Condition], Leaf]] = []
+
+        def walk(node: int, conds: list[Condition]) -> None:
+            if self._ends(node, collapse):
+                out.append((conds, self._leaf(node)))
+                return
+            walk(self.left[node], conds + [self._condition(node, True)])
+            walk(self.right[node], conds + [self._condition(node, False)])
+
+        walk(0, [])
+        return out
 
     # -- keeping ------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -253,8 +277,10 @@ def encode(frame, categorical: Sequence[str] | None = None) -> tuple[Any, tuple[
 
 def fit_tree(frame, target: Sequence[Any], *, kind: str = "classifier", max_depth: int = MAX_DEPTH,
              sample_weight: Sequence[float] | None = None, min_samples_leaf: int = 1,
-             categorical: Sequence[str] | None = None, random_state: int = 0) -> Tree:
-    """Fit a depth-limited tree on ``frame`` (one row per training example) and return it as a ``Tree``."""
+             categorical: Sequence[str] | None = None, random_state: int = 0,
+             min_weight_fraction_leaf: float = 0.0) -> Tree:
+    """Fit a depth-limited tree on ``frame`` (one row per training example) and return it as a ``Tree``.
+    ``min_weight_fraction_leaf``: no leaf holds less than this share of the total weight (no rule for a sliver)."""
     try:
         from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
     except ImportError:  # pragma: no cover - the ml extra installs it
@@ -272,10 +298,10 @@ def fit_tree(frame, target: Sequence[Any], *, kind: str = "classifier", max_dept
     if kind == "classifier":
         y = y.astype(str)
         est = DecisionTreeClassifier(max_depth=max_depth, min_samples_leaf=min_samples_leaf,
-                                     random_state=random_state)
+                                     min_weight_fraction_leaf=min_weight_fraction_leaf, random_state=random_state)
     else:
         est = DecisionTreeRegressor(max_depth=max_depth, min_samples_leaf=min_samples_leaf,
-                                    random_state=random_state)
+                                    min_weight_fraction_leaf=min_weight_fraction_leaf, random_state=random_state)
     sw = None if sample_weight is None else np.asarray(list(sample_weight), dtype="f8")
     est.fit(X, y, sample_weight=sw)
     t = est.tree_

@@ -2,12 +2,20 @@
 
 ``site_report(path)`` returns one plain dict (JSON-ready):
 
-* ``overview``: jobs, programs, logs read, damaged logs, days, core-hours, I/O time;
+* ``overview``: jobs, programs, logs read, damaged logs, days, core-hours, I/O time,
+  recoverable core-hours;
+* ``recommendations``: one per finding id, ranked by the core-hours fixing it would
+  give back (*recoverable core-hours*: per affected job, the share of its run the
+  finding costs, ``est_cost_s / runtime_s``, times the job's core-hours, at most the
+  core-hours it spent in I/O), with what to change (``recommend.site.ADMIN_ACTIONS``),
+  what the site config tells users about it (``site_advice``, None without one) and the
+  users and executables it costs most;
 * ``prevalence``: for each finding id, the jobs it affects and their share of
-  all jobs, of all core-hours and of all I/O time, plus the estimated seconds
-  the finding costs (sum of ``est_cost_s``);
-* ``top_users`` / ``top_executables``: who and what is affected, ranked by
-  estimated cost, then by I/O time of affected jobs;
+  all jobs, of all core-hours and of all I/O time, the estimated seconds
+  the finding costs (sum of ``est_cost_s``) and its recoverable core-hours, in
+  the order of ``recommendations``;
+* ``top_users`` / ``top_executables``: who and what to contact first, ranked by
+  recoverable core-hours, each with the finding that costs them most;
 * ``op_sizes``: the site's POSIX op-size histogram (reads, writes) and how
   many jobs have each size bin as their most common;
 * ``files_per_job``: quantiles and a log-scale histogram;
@@ -22,8 +30,9 @@ import math
 import os
 from typing import Any
 
+from ..config import Config
 from ..findings import FINDING_IDS
-from .features import SIZE_BINS, SIZE_BIN_LOW_BYTES
+from .features import SIZE_BIN_LABELS, SIZE_BINS, SIZE_BIN_LOW_BYTES
 from .store import load_site
 
 FILES_BUCKETS = ((0, 0, "0"), (1, 1, "1"), (2, 10, "2-10"), (11, 100, "11-100"), (101, 1000, "101-1k"),
@@ -43,16 +52,19 @@ def _share(a: float, b: float) -> float | None:
 
 
 def finding_long(jobs) -> "Any":
-    """One row per (job, finding): job_key, user, exe, finding, cost_s, core_hours, io_time_s."""
+    """One row per (job, finding): job_key, user, exe, finding, cost_s, core_hours, io_time_s, recoverable_ch
+    (core-hours fixing the finding gives back: cost_s / runtime_s x core-hours, at most the job's I/O core-hours;
+    0 when the detector gave no estimate)."""
     import numpy as np
     import pandas as pd
 
     if not len(jobs):
-        return pd.DataFrame(columns=["job_key", "user", "exe", "finding", "severity", "cost_s", "core_hours", "io_time_s", "month"])
+        return pd.DataFrame(columns=["job_key", "user", "exe", "finding", "severity", "cost_s", "core_hours", "io_time_s",
+                                     "month", "runtime_s", "recoverable_ch"])
     ids = jobs["finding_ids"].map(lambda v: list(v) if v is not None else [])
     n = ids.map(len).to_numpy()
     rep = np.repeat(np.arange(len(jobs)), n)
-    base = jobs.iloc[rep][["job_key", "user", "exe", "core_hours", "io_time_s", "month"]].reset_index(drop=True)
+    base = jobs.iloc[rep][["job_key", "user", "exe", "core_hours", "io_time_s", "month", "runtime_s"]].reset_index(drop=True)
     base["finding"] = [x for v in ids for x in v]
     base["severity"] = [x for v in jobs["finding_severities"] for x in (list(v) if v is not None else [])]
     base["cost_s"] = [x for v in jobs["finding_costs_s"] for x in (list(v) if v is not None else [])]
@@ -60,8 +72,15 @@ def finding_long(jobs) -> "Any":
     agg = base.groupby(["job_key", "exe", "finding"], sort=False).agg(
         user=("user", "first"), severity=("severity", "first"), cost_s=("cost_s", lambda s: s.sum(min_count=1)),
         core_hours=("core_hours", "first"), io_time_s=("io_time_s", "first"), month=("month", "first"),
+        runtime_s=("runtime_s", "first"),
     )
-    return agg.reset_index()
+    agg = agg.reset_index()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.clip(agg["cost_s"].to_numpy(dtype="f8") / agg["runtime_s"].to_numpy(dtype="f8"), 0.0, 1.0)
+        rec = share * agg["core_hours"].to_numpy(dtype="f8")
+    rec = np.minimum(np.nan_to_num(rec), np.nan_to_num(agg["io_time_s"].to_numpy(dtype="f8")) / 3600.0)
+    agg["recoverable_ch"] = rec
+    return agg
 
 
 def prevalence(jobs) -> list[dict[str, Any]]:
@@ -78,14 +97,37 @@ def prevalence(jobs) -> list[dict[str, Any]]:
             "core_hours": ch, "core_hours_share": _share(ch, total_ch),
             "io_time_s": io, "io_time_share": _share(io, total_io),
             "est_cost_s": _f(cost), "est_cost_share_of_io_time": _share(_f(cost) or 0.0, total_io) if _f(cost) is not None else None,
+            "recoverable_core_hours": float(g["recoverable_ch"].sum()),
+            "recoverable_share": _share(float(g["recoverable_ch"].sum()), total_ch),
             "high": int((g["severity"] == "high").sum()),
         })
     order = {f: i for i, f in enumerate(FINDING_IDS)}
-    out.sort(key=lambda r: (-(r["io_time_share"] or 0.0), -(r["core_hours_share"] or 0.0), order.get(r["finding"], 999)))
+    out.sort(key=lambda r: (-r["recoverable_core_hours"], -(r["core_hours_share"] or 0.0), order.get(r["finding"], 999)))
+    return out
+
+
+def recommendations(prev: list[dict[str, Any]], long, plong, config: Config, n: int = 3) -> list[dict[str, Any]]:
+    """What to change, most recoverable core-hours first: the finding, the action, and whom it costs most."""
+    from ..recommend.site import admin_action, site_advice
+
+    out = []
+    for p in prev:
+        if p["recoverable_core_hours"] <= 0:
+            continue
+        fid = p["finding"]
+        users = long[long["finding"] == fid].groupby("user")["recoverable_ch"].sum().sort_values(ascending=False).head(n)
+        exes = plong[plong["finding"] == fid].groupby("exe")["recoverable_ch"].sum().sort_values(ascending=False).head(n)
+        out.append({"finding": fid, "jobs": p["jobs"], "recoverable_core_hours": p["recoverable_core_hours"],
+                    "recoverable_share": p["recoverable_share"], "action": admin_action(fid),
+                    "site_advice": site_advice(fid, config),
+                    "users": [{"user": str(k) or "?", "recoverable_core_hours": float(v)} for k, v in users.items() if v > 0],
+                    "executables": [{"exe": str(k) or "?", "recoverable_core_hours": float(v)} for k, v in exes.items() if v > 0]})
     return out
 
 
 def _top(frame, long, key: str, n: int) -> list[dict[str, Any]]:
+    import pandas as pd
+
     if not len(frame):
         return []
     allj = frame.groupby(key).agg(jobs=("job_key", "nunique"), core_hours=("core_hours", "sum"), io_time_s=("io_time_s", "sum"))
@@ -101,17 +143,25 @@ def _top(frame, long, key: str, n: int) -> list[dict[str, Any]]:
         aff["affected_io_time_s"] = per_job.groupby(key)["io_time_s"].sum()
         aff["affected_core_hours"] = per_job.groupby(key)["core_hours"].sum()
         aff["findings"] = long.groupby(key)["finding"].agg(lambda s: s.value_counts().to_dict())
+        # recoverable core-hours: a job's findings together give back at most its I/O core-hours
+        rj = long.groupby(["job_key", key]).agg(rec=("recoverable_ch", "sum"), io=("io_time_s", "first"))
+        aff["recoverable_core_hours"] = rj["rec"].clip(upper=rj["io"] / 3600.0).groupby(level=1).sum()
+        by_f = long.groupby([key, "finding"])["recoverable_ch"].sum()
+        top_f = by_f.sort_values(ascending=False).groupby(level=0).head(1)
+        aff["costliest_finding"] = pd.Series({k: f for k, f in top_f.index})
+        aff["costliest_core_hours"] = pd.Series({k: float(v) for (k, _), v in top_f.items()})
         t = allj.join(aff, how="inner")
     else:
         return []
-    t = t.assign(_c=t["est_cost_s"].fillna(0.0)).sort_values(["_c", "affected_io_time_s", "jobs_affected"], ascending=False).head(n)
+    t = t.sort_values(["recoverable_core_hours", "affected_io_time_s", "jobs_affected"], ascending=False).head(n)
     rows = []
     for name, r in t.iterrows():
         rows.append({
             key: name, "jobs": int(r["jobs"]), "jobs_affected": int(r["jobs_affected"]),
             "core_hours": float(r["core_hours"]), "io_time_s": float(r["io_time_s"]),
             "affected_core_hours": float(r["affected_core_hours"]), "affected_io_time_s": float(r["affected_io_time_s"]),
-            "est_cost_s": _f(r["est_cost_s"]),
+            "est_cost_s": _f(r["est_cost_s"]), "recoverable_core_hours": float(r["recoverable_core_hours"]),
+            "costliest_finding": r["costliest_finding"], "costliest_core_hours": float(r["costliest_core_hours"]),
             "findings": {k: int(v) for k, v in sorted(r["findings"].items(), key=lambda kv: -kv[1])},
         })
     return rows
@@ -120,7 +170,7 @@ def _top(frame, long, key: str, n: int) -> list[dict[str, Any]]:
 def op_sizes(jobs) -> dict[str, Any]:
     import numpy as np
 
-    out: dict[str, Any] = {"bins": list(SIZE_BINS), "bin_low_bytes": list(SIZE_BIN_LOW_BYTES)}
+    out: dict[str, Any] = {"bins": list(SIZE_BINS), "labels": list(SIZE_BIN_LABELS), "bin_low_bytes": list(SIZE_BIN_LOW_BYTES)}
     for rw in ("read", "write"):
         cols = [f"posix_size_{rw}_{b.lower()}" for b in SIZE_BINS]
         m = jobs[cols].fillna(0.0).to_numpy() if len(jobs) else np.zeros((0, len(cols)))
@@ -184,7 +234,9 @@ def errors_summary(errors, n: int = 10) -> dict[str, Any]:
     }
 
 
-def site_report(path: str | os.PathLike, *, top_n: int = 10) -> dict[str, Any]:
+def site_report(path: str | os.PathLike, *, top_n: int = 10, config: Config | None = None) -> dict[str, Any]:
+    """The report dict; ``config`` (with a site config's ``[site]`` name and advice) words the recommendations."""
+    cfg = config or Config()
     data = load_site(path)
     jobs, programs, errors, logs = data["jobs"], data["programs"], data["errors"], data["logs"]
     state = data["state"]
@@ -204,10 +256,16 @@ def site_report(path: str | os.PathLike, *, top_n: int = 10) -> dict[str, Any]:
         "bytes_written": float(jobs["bytes_written"].sum()) if len(jobs) else 0.0,
         "jobs_with_findings": int((jobs["n_findings"] > 0).sum()) if len(jobs) else 0,
         "partial_jobs": int(jobs["partial"].sum()) if len(jobs) else 0,
+        "site": cfg.site.name,
     }
+    prev = prevalence(jobs)
+    rj = long.groupby("job_key").agg(rec=("recoverable_ch", "sum"), io=("io_time_s", "first")) if len(long) else None
+    overview["recoverable_core_hours"] = float(rj["rec"].clip(upper=rj["io"] / 3600.0).sum()) if rj is not None else 0.0
     return {
         "overview": overview,
-        "prevalence": prevalence(jobs),
+        "recommendations": recommendations(prev, long, plong, cfg),
+        "site_config": {"name": cfg.site.name, "defaults": dict(cfg.site.defaults), "rules": list(cfg.site.rules)},
+        "prevalence": prev,
         "top_users": _top(jobs, long, "user", top_n),
         "top_executables": _top(programs.assign(exe=programs["program"]) if len(programs) else jobs, plong, "exe", top_n),
         "op_sizes": op_sizes(jobs),

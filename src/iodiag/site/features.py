@@ -36,6 +36,9 @@ from ..profile import JobProfile
 FORMAT_VERSION = 1
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
+# the bins as people read them (Darshan's edges are powers of 1024 above 100 B)
+SIZE_BIN_LABELS = ("≤ 100 B", "100 B – 1 KiB", "1 – 10 KiB", "10 – 100 KiB", "100 KiB – 1 MiB", "1 – 4 MiB", "4 – 10 MiB",
+                   "10 – 100 MiB", "100 MiB – 1 GiB", "> 1 GiB")
 # lower edge of each bin in bytes, for plots and quantiles
 SIZE_BIN_LOW_BYTES = (0, 100, 1024, 10 * 1024, 100 * 1024, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30)
 SEVERITY_ORDER = ("high", "medium", "low", "info")

@@ -43,37 +43,57 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequenc
     return [line(headers), line(["-" * x for x in w])] + [line(r) for r in rows]
 
 
+def _ch(x: Any) -> str:
+    return "-" if x is None or x != x else (f"{float(x):.2f}" if abs(float(x)) < 10 else _num(x))
+
+
+def _who(rows: Sequence[dict[str, Any]], key: str) -> str:
+    return ", ".join(f"{r[key]} ({_ch(r['recoverable_core_hours'])})" for r in rows) or "-"
+
+
 def _sections(rep: dict[str, Any]):
     """(title, headers, rows) for every table of the report, shared by text and HTML."""
     ov = rep["overview"]
     yield ("Overview", ["measure", "value"], [
+        *([["site", str(ov["site"])]] if ov.get("site") else []),
         ["archive", str(ov["archive"])],
         ["days", f"{ov['first_day'] or '-'} .. {ov['last_day'] or '-'}"],
         ["jobs (programs)", f"{ov['jobs']} ({ov['programs']})"],
         ["logs read / damaged", f"{ov['logs_read']} / {ov['logs_damaged']}"],
         ["core-hours", _num(ov["core_hours"])],
         ["I/O time (process-hours)", _hours(ov["io_time_s"])],
+        ["recoverable core-hours (all findings)", f"{_ch(ov.get('recoverable_core_hours'))} ({_pct(_ratio(ov.get('recoverable_core_hours'), ov['core_hours']))})"],
         ["read / written", f"{_bytes(ov['bytes_read'])} / {_bytes(ov['bytes_written'])}"],
         ["jobs with findings", str(ov["jobs_with_findings"])],
         ["jobs with partial logs", str(ov["partial_jobs"])],
     ])
-    prev = rep["prevalence"]
-    yield ("Findings: prevalence weighted by core-hours and I/O time",
-           ["finding", "jobs", "% jobs", "% core-h", "% I/O time", "est. cost"],
-           [[p["finding"], str(p["jobs"]), _pct(p["jobs_share"]), _pct(p["core_hours_share"]), _pct(p["io_time_share"]),
-             _hours(p["est_cost_s"])] for p in prev] or [["(no findings)", "", "", "", "", ""]])
-    for key, title in (("user", "Top users affected"), ("exe", "Top executables affected")):
+    yield ("What to change: recommendations by recoverable core-hours",
+           ["finding", "jobs", "recoverable core-h", "% of core-h", "what to change", "costs most (core-h)"],
+           [[r["finding"], str(r["jobs"]), _ch(r["recoverable_core_hours"]), _pct(r["recoverable_share"]),
+             r["action"] + (f" Users are told ({r['site_advice']})" if r.get("site_advice") else ""),
+             "users: " + _who(r["users"], "user") + "; programs: " + _who(r["executables"], "exe")] for r in rep.get("recommendations", [])]
+           or [["(nothing recoverable)", "", "", "", "", ""]])
+    for key, title in (("user", "Users to contact first"), ("exe", "Executables to look at first")):
         rows = rep["top_users" if key == "user" else "top_executables"]
-        yield (title, [key, "jobs", "affected", "affected core-h", "affected I/O time", "est. cost", "findings"],
-               [[str(r[key]) or "?", str(r["jobs"]), str(r["jobs_affected"]), _num(r["affected_core_hours"]),
-                 _hours(r["affected_io_time_s"]), _hours(r["est_cost_s"]),
+        yield (title, [key, "jobs", "affected", "recoverable core-h", "costliest finding (core-h)", "affected core-h", "findings"],
+               [[str(r[key]) or "?", str(r["jobs"]), str(r["jobs_affected"]), _ch(r.get("recoverable_core_hours")),
+                 f"{r.get('costliest_finding') or '-'} ({_ch(r.get('costliest_core_hours'))})", _num(r["affected_core_hours"]),
                  ", ".join(f"{k} x{v}" for k, v in list(r["findings"].items())[:3])] for r in rows]
                or [["(none)", "", "", "", "", "", ""]])
+    sc = rep.get("site_config") or {}
+    if sc.get("defaults") or sc.get("rules"):
+        yield ("Site defaults in force (site config)", ["tunable", "default"],
+               [[k, v] for k, v in sc["defaults"].items()] + [["rule for users", r] for r in sc["rules"]])
+    prev = rep["prevalence"]
+    yield ("Findings: prevalence, by recoverable core-hours",
+           ["finding", "jobs", "% jobs", "% core-h", "% I/O time", "est. cost", "recoverable core-h"],
+           [[p["finding"], str(p["jobs"]), _pct(p["jobs_share"]), _pct(p["core_hours_share"]), _pct(p["io_time_share"]),
+             _hours(p["est_cost_s"]), _ch(p.get("recoverable_core_hours"))] for p in prev] or [["(no findings)", "", "", "", "", "", ""]])
     ops = rep["op_sizes"]
     tot_r, tot_w = sum(ops["read_ops"]) or 1, sum(ops["write_ops"]) or 1
     yield ("POSIX op sizes (all jobs)", ["size", "reads", "% reads", "writes", "% writes", "jobs (mostly)"],
            [[b, _num(r), _pct(r / tot_r), _num(w), _pct(w / tot_w), str(dr + dw)]
-            for b, r, w, dr, dw in zip(ops["bins"], ops["read_ops"], ops["write_ops"],
+            for b, r, w, dr, dw in zip(ops.get("labels", ops["bins"]), ops["read_ops"], ops["write_ops"],
                                        ops["read_jobs_by_dominant_bin"], ops["write_jobs_by_dominant_bin"])])
     fpj = rep["files_per_job"]
     q = fpj["quantiles"]
@@ -91,13 +111,26 @@ def _sections(rep: dict[str, Any]):
         yield ("Examples", ["path", "kind", "cause"], [[e["path"], e["kind"], e["cause"]] for e in er["examples"]])
 
 
+def _ratio(a: Any, b: Any) -> float | None:
+    return float(a) / float(b) if a is not None and b else None
+
+
 def render_text(rep: dict[str, Any]) -> str:
     out: list[str] = []
     for title, headers, rows in _sections(rep):
         out.append(title)
         right = [False] + [True] * (len(headers) - 1) if title != "Examples" else [False] * len(headers)
-        if title in ("Overview",):
+        if title.startswith(("Overview", "Site defaults")):
             right = [False, False]
+        if title.startswith("What to change") and rows and rows[0][1]:
+            # the action and who it costs are sentences: under each row, not in columns
+            out.extend("  " + ln for ln in _table(headers[:4], [r[:4] for r in rows], [False, True, True, True]))
+            out.append("")
+            for r in rows:
+                out.append(f"  {r[0]}: {r[4]}")
+                out.append(f"      costs most: {r[5]}")
+            out.append("")
+            continue
         out.extend("  " + ln for ln in _table(headers, rows, right))
         out.append("")
     return "\n".join(out)
@@ -107,25 +140,234 @@ def render_json(rep: dict[str, Any]) -> str:
     return json.dumps(rep, indent=2, default=str)
 
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin-bottom:1.5em}
-td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}td:first-child,th:first-child{text-align:left}
-.bar{background:#4a7ebb;height:10px;display:inline-block}h2{margin-top:1.5em}"""
+_CSS = """
+:root{--fg:#1a202c;--muted:#4a5568;--line:#e2e8f0;--accent:#2b6cb0;--good:#2f855a}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","DejaVu Sans",sans-serif;color:var(--fg);margin:0;background:#fff}
+main{max-width:1180px;margin:0 auto;padding:16px 24px 48px}
+header.top{border-bottom:3px solid var(--accent);padding-bottom:8px;margin-bottom:12px}
+h1{font-size:22px;margin:8px 0 2px}h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+.muted{color:var(--muted)}.small{font-size:12px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(170px,1fr));gap:10px;margin:12px 0}
+.card{border:1px solid var(--line);border-radius:6px;padding:8px 12px}.card b{display:block;font-size:20px}
+.card span{color:var(--muted);font-size:12px}.card.key{border-color:var(--good);background:#f0fff4}
+table{border-collapse:collapse;width:100%;margin:6px 0 12px;font-size:13px}
+th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f7fafc;font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.rec{border:1px solid var(--line);border-left:6px solid var(--good);border-radius:4px;padding:8px 12px;margin:10px 0}
+.rec h3{margin:0 0 4px;font-size:15px}.rec .what{background:#f0fff4;border:1px solid #c6f6d5;padding:6px 10px;border-radius:4px;margin:6px 0}
+.rec .told{background:#ebf8ff;border:1px solid #bee3f8;padding:4px 10px;border-radius:4px;margin:6px 0}
+.plots{display:grid;grid-template-columns:1fr 1fr;gap:14px}@media(max-width:900px){.plots{grid-template-columns:1fr}}
+div.plot{border:1px solid var(--line);padding:6px 4px 2px}div.plot svg{display:block;max-width:100%;height:auto;margin:0 auto}
+figcaption{font-size:12px;color:var(--muted);margin:4px 6px}
+nav.toc a{margin-right:12px;font-size:13px}
+"""
+
+
+def _hbars(title: str, labels: Sequence[str], series: Sequence[tuple[str, str, Sequence[float]]], *, unit: str,
+           width: float = 540, fmt=None) -> str:
+    """Horizontal bars (one group per label, one bar per series) as inline SVG."""
+    from ..reports import svg
+
+    fmt = fmt or (lambda v: _num(v))
+    n, k = len(labels), len(series)
+    bar, gap = 14.0, 8.0
+    left = min(230.0, 24 + max([svg.text_width(lb, 11) for lb in labels] + [40]))
+    top, legend_h = 30.0, (22.0 if k > 1 else 0.0)
+    h = top + legend_h + n * (k * bar + gap) + 34
+    fig = svg.Figure(width, h, label=title)
+    hi = max([max(v) if len(v) else 0.0 for _, _, v in series] + [0.0]) or 1.0
+    hi = svg.nice_max(hi)
+    ax = fig.panel(left, top + legend_h, width - left - 70, n * (k * bar + gap))
+    ax.x(0, hi)
+    ticks = svg.nice_ticks(0, hi, 4)
+    ax.grid("x", ticks)
+    ax.xticks(ticks, [fmt(t) for t in ticks])
+    ax.xlabel(unit, offset=22)
+    fig.text(8, 16, title, size=13, weight="600")
+    if k > 1:
+        fig.legend([(name, colour) for name, colour, _ in series], left, top - 4)
+    for i, lab in enumerate(labels):
+        y0 = ax.top + i * (k * bar + gap) + gap / 2
+        fig.text(ax.left - 6, y0 + k * bar / 2, svg.fit_text(lab, 11, left - 10), size=11, anchor="end", baseline="central")
+        for j, (name, colour, vals) in enumerate(series):
+            v = float(vals[i])
+            w = ax.sx(v) - ax.left
+            fig.rect(ax.left, y0 + j * bar, w, bar - 2, colour, title=f"{lab} — {name}: {fmt(v)}")
+            if v > 0:
+                fig.text(ax.left + w + 4, y0 + j * bar + (bar - 2) / 2, fmt(v), size=10, baseline="central", color=svg.MUTED)
+    ax.frame()
+    return fig.svg()
+
+
+def _plot(pid: str, svg_text: str, caption: str) -> str:
+    return f"<figure id='{pid}'><div class='plot'>{svg_text}</div><figcaption>{html.escape(caption)}</figcaption></figure>"
+
+
+def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], num: Sequence[bool]) -> str:
+    out = ["<table><tr>" + "".join(f"<th class='{'num' if n else ''}'>{html.escape(h)}</th>" for h, n in zip(headers, num)) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td class='{'num' if n else ''}'>{html.escape(c)}</td>" for c, n in zip(r, num)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
 
 
 def render_html(rep: dict[str, Any]) -> str:
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>iodiag site report</title>",
-             f"<style>{_CSS}</style></head><body><h1>iodiag site report</h1>"]
-    for title, headers, rows in _sections(rep):
-        parts.append(f"<h2>{html.escape(title)}</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr>")
-        for r in rows:
-            parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
-        parts.append("</table>")
-    # op-size distribution as bars (share of ops per bin)
+    """A self-contained page (inline CSS and SVG, no script): what to change first, then who, then the workload."""
+    from ..reports.plots import READ, WRITE
+
+    ov = rep["overview"]
+    recs = rep.get("recommendations", [])
+    site = ov.get("site")
+    esc = html.escape
+    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+             f"<title>iodiag site report{' — ' + esc(site) if site else ''}</title><style>{_CSS}</style></head><body><main>",
+             f"<header class='top'><h1>iodiag site report{' — ' + esc(site) if site else ''}</h1>"
+             f"<div class='muted small'>{esc(str(ov['archive']))} · {esc(ov['first_day'] or '-')} to {esc(ov['last_day'] or '-')} · "
+             f"{ov['logs_read']} logs read, {ov['logs_damaged']} damaged</div></header>",
+             "<nav class='toc'><a href='#change'>What to change</a><a href='#contact'>Whom to contact</a>"
+             "<a href='#workload'>Workload</a><a href='#findings'>All findings</a><a href='#trends'>Trends</a><a href='#errors'>Damaged logs</a></nav>"]
+    rec_total = ov.get("recoverable_core_hours") or 0.0
+    cards = [(f"{ov['jobs']:,}", "jobs"), (_num(ov["core_hours"]), "core-hours"), (_hours(ov["io_time_s"]), "I/O time (process-hours)"),
+             (f"{ov['jobs_with_findings']:,}", "jobs with findings")]
+    parts.append("<div class='cards'>" + "".join(f"<div class='card'><b>{esc(v)}</b><span>{esc(k)}</span></div>" for v, k in cards)
+                 + f"<div class='card key'><b>{esc(_ch(rec_total))}</b><span>core-hours recoverable by fixing what iodiag found "
+                   f"({esc(_pct(_ratio(rec_total, ov['core_hours'])))} of all)</span></div></div>")
+    # what to change
+    parts.append("<h2 id='change'>What to change, by recoverable core-hours</h2>")
+    parts.append("<p class='muted small'>Recoverable core-hours of a finding: for every job it affects, the share of the job's run "
+                 "time the finding costs (iodiag's estimate) times the job's core-hours, at most the core-hours the job spent in I/O.</p>")
+    if recs:
+        top = recs[:10]
+        parts.append(_plot("plot-recoverable", _hbars("Recoverable core-hours per finding", [r["finding"] for r in top],
+                                  [("recoverable core-hours", "#2f855a", [r["recoverable_core_hours"] for r in top])],
+                                  unit="core-hours", width=900, fmt=_ch),
+                           "Each bar: core-hours the site would get back if the finding were fixed in every job that has it."))
+        for i, r in enumerate(recs[:8], 1):
+            told = (f"<div class='told small'><b>Users' reports say</b> (site config): {esc(r['site_advice'])}</div>"
+                    if r.get("site_advice") else "")
+            parts.append(f"<div class='rec'><h3>{i}. {esc(r['finding'])} — {esc(_ch(r['recoverable_core_hours']))} core-hours "
+                         f"<span class='muted small'>({esc(_pct(r['recoverable_share']))} of all; {r['jobs']} jobs)</span></h3>"
+                         f"<div class='what'>{esc(r['action'])}</div>{told}"
+                         f"<div class='small'>Costs most: users {esc(_who(r['users'], 'user'))}; programs {esc(_who(r['executables'], 'exe'))}</div></div>")
+    else:
+        parts.append("<p>No finding has an estimated cost: nothing to recover.</p>")
+    # whom to contact
+    parts.append("<h2 id='contact'>Whom to contact first</h2>")
+    for key, title in (("user", "Users"), ("exe", "Executables")):
+        rows = rep["top_users" if key == "user" else "top_executables"]
+        if not rows:
+            continue
+        parts.append(f"<h3>{title}</h3>")
+        parts.append(_html_table([key, "jobs", "affected", "recoverable core-h", "costliest finding", "its core-h", "findings"],
+                                 [[str(r[key]) or "?", str(r["jobs"]), str(r["jobs_affected"]), _ch(r.get("recoverable_core_hours")),
+                                   str(r.get("costliest_finding") or "-"), _ch(r.get("costliest_core_hours")),
+                                   ", ".join(f"{k} ×{v}" for k, v in list(r["findings"].items())[:3])] for r in rows],
+                                 [False, True, True, True, False, True, False]))
+    # workload
     ops = rep["op_sizes"]
-    tot = [r + w for r, w in zip(ops["read_ops"], ops["write_ops"])]
-    s = sum(tot) or 1
-    parts.append("<h2>Op-size distribution (share of POSIX ops)</h2><table>")
-    for b, t in zip(ops["bins"], tot):
-        parts.append(f"<tr><td>{html.escape(b)}</td><td style='text-align:left'><span class='bar' style='width:{400 * t / s:.0f}px'></span> {100 * t / s:.1f}%</td></tr>")
-    parts.append("</table></body></html>")
+    labels = ops.get("labels", ops["bins"])
+    fpj = rep["files_per_job"]
+    parts.append("<h2 id='workload'>Workload</h2><div class='plots'>")
+    parts.append(_plot("plot-op-sizes", _hbars("POSIX operations by size", labels, [("reads", READ, ops["read_ops"]), ("writes", WRITE, ops["write_ops"])],
+                              unit="operations (all jobs)"),
+                       f"{_pct(ops['ops_lt_100k_share'])} of all operations are under 100 KiB."))
+    parts.append(_plot("plot-files-per-job", _hbars("Files per job", [h["files"] for h in fpj["histogram"]],
+                              [("jobs", "#4a5568", [h["jobs"] for h in fpj["histogram"]])], unit="jobs"),
+                       f"Median {_num(fpj['quantiles']['p50'])} files per job, 90th percentile {_num(fpj['quantiles']['p90'])}."))
+    parts.append("</div>")
+    for title, headers, rows in _sections(rep):
+        if title.startswith(("Site defaults", "Findings", "Trends", "Damaged", "Examples", "POSIX op sizes", "Files per job")):
+            anchor = {"Findings": "findings", "Trends": "trends", "Damaged": "errors"}.get(title.split(":")[0].split(" ")[0], "")
+            parts.append(f"<h2{' id=' + repr(anchor) if anchor else ''}>{esc(title)}</h2>")
+            parts.append(_html_table(headers, rows, [i > 0 and not title.startswith(("Examples", "Site")) for i in range(len(headers))]))
+    parts.append("</main></body></html>")
     return "\n".join(parts)
+
+
+# -- site defaults (defaults.site_defaults) -------------------------------------------------------------------
+
+def _defaults_rows(tab: dict[str, Any], default: str) -> list[list[str]]:
+    rows = []
+    for s in sorted(tab["defaults"], key=lambda s: -s["harmonic"]):
+        mark = " ◀ default" if s["setting"] == default else ""
+        rows.append([s["setting"] + mark, _pct(s["best_share"]), _pct(s["worst_share"]), _pct(s["arithmetic"]),
+                     _pct(s["geometric"]), _pct(s["harmonic"])])
+    o = tab["oracle"]
+    rows.append(["best per scenario (oracle)", _pct(o["best_share"]), "-", _pct(o["arithmetic"]), _pct(o["geometric"]), _pct(o["harmonic"])])
+    return rows
+
+
+DEFAULTS_HEADERS = ["setting as the single default", "best", "worst", "arith. mean", "geom. mean", "harm. mean"]
+
+
+def defaults_sections(res: dict[str, Any]):
+    """(title, headers, rows, notes) per table of a site-defaults result, shared by text and the docs."""
+    for t in res["tunables"]:
+        name = t["tunable"]
+        yield (f"{name}: default vs best, over the sweep's {len(t['measured']['scenarios'])} scenarios as measured (uniform)",
+               DEFAULTS_HEADERS, _defaults_rows(t["measured"], t["default_measured"]), [])
+        if t["site"] is not None:
+            mix = t["mix"]
+            notes = [f"{mix['jobs_mapped']} of {mix['jobs_total']} jobs map onto a scenario; weight = {mix['weight_unit']}"]
+            notes += [f"not mapped: {v} jobs ({k})" for k, v in mix["unmapped"].items()]
+            yield (f"{name}: the site's workload mix over the sweep's scenarios", ["scenario", "jobs", "weight", "share"],
+                   [[s["scenario"], str(s["jobs"]), _num(s["weight"]), _pct(s["weight"] / (sum(x["weight"] for x in mix["scenarios"]) or 1))]
+                    for s in mix["scenarios"]], notes)
+            yield (f"{name}: default vs best, weighted by the site's workload mix", DEFAULTS_HEADERS,
+                   _defaults_rows(t["site"], t["default"]), [])
+        tr = t.get("tree")
+        if tr:
+            p = tr["policy"]
+            notes = [f"the tree as a policy: arithmetic {_pct(p['arithmetic'])}, geometric {_pct(p['geometric'])}, harmonic {_pct(p['harmonic'])}"
+                     + (f"; it recovers {_pct(1 - tr['regret_share'])} of what the best single default leaves to the oracle"
+                        if tr["regret_share"] is not None else "; no single default loses anything")]
+            yield (f"{name}: decision tree (depth ≤ 4) over the site's jobs (features: {', '.join(tr['features'])})",
+                   ["rules"], [[ln] for ln in tr["rules"]], notes)
+
+
+def render_defaults_text(res: dict[str, Any]) -> str:
+    out = [f"Site defaults from {res['dataset']} ({res['jobs']} jobs, {_num(res['core_hours'])} core-hours) "
+           f"and {len(res['sweeps'])} sweep table(s)", ""]
+    for title, headers, rows, notes in defaults_sections(res):
+        out.append(title)
+        if headers == ["rules"]:
+            out.extend("  " + r[0] for r in rows)
+        else:
+            out.extend("  " + ln for ln in _table(headers, rows, [False] + [True] * (len(headers) - 1)))
+        out.extend("  " + n for n in notes)
+        out.append("")
+    out.append("Proposed site configuration (write it with --toml PATH):")
+    out.append(render_site_toml(res))
+    return "\n".join(out)
+
+
+def _toml_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def render_site_toml(res: dict[str, Any], *, generated: str | None = None) -> str:
+    """The proposed site config as TOML that ``config.load_config`` reads (``--site-config``, $IODIAG_SITE_CONFIG)."""
+    cfg = res["config"]
+    lines = ["# iodiag site config, proposed by `iodiag site defaults`" + (f" on {generated}" if generated else ""),
+             f"# from the site dataset {res['dataset']} ({res['jobs']} jobs) and the sweeps:"]
+    lines += [f"#   {s}" for s in res["sweeps"]]
+    lines += ["# Deploy it as /etc/iodiag/site.toml or point $IODIAG_SITE_CONFIG at it; a user's --config overrides it.",
+              "# Any section of the iodiag config may be added to set site thresholds, e.g.:",
+              "#   [severity]", "#   high = 0.2      # share of a job's run time a problem costs to be 'high'",
+              "#   [small_io]", "#   size_bytes = 102400", "", "[site]"]
+    if cfg.get("name"):
+        lines.append(f"name = {_toml_str(cfg['name'])}")
+    lines.append("rules = [" + ("" if not cfg["rules"] else "\n" + "".join(f"  {_toml_str(r)},\n" for r in cfg["rules"])) + "]")
+    lines += ["", "[site.defaults]"]
+    for t in res["tunables"]:
+        tab = t["site"] or t["measured"]
+        sc = next(s for s in tab["defaults"] if s["setting"] == t["default"])
+        lines.append(f"# {t['tunable']}: {100 * sc[t['mean']]:.0f} % of the best in {t['mean']} mean "
+                     f"({'weighted by the site mix' if t['site'] else 'uniform over the sweep'})")
+        lines.append(f"{_toml_str(t['tunable'])} = {_toml_str(t['default'])}")
+    lines += ["", "[site.advice]"]
+    for fid, text in cfg["advice"].items():
+        lines.append(f"{_toml_str(fid)} = {_toml_str(text)}")
+    return "\n".join(lines) + "\n"

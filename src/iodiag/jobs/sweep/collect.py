@@ -64,6 +64,8 @@ def _measures(rec: dict[str, Any]) -> list[dict[str, Any]]:
         row[k] = v
     if "chunks" in rec and rec["chunks"]:
         row["chunks"] = "x".join(map(str, rec["chunks"]))
+    if rec.get("chunk_MB") is not None:  # bytes per chunk: the size of each write (site defaults maps jobs by it)
+        row["chunk_bytes"] = float(rec["chunk_MB"]) * 1e6
     if "n_tasks" in rec:
         row["n_tasks"] = rec["n_tasks"]
     return [row]

@@ -60,10 +60,10 @@ def with_mutes(config: Config, mute: list[str] | tuple[str, ...]) -> Config:
 
 def diagnose_report(*, profile: JobProfile, config: Config, obfuscate: bool = False) -> tuple[list[Finding], dict[str, Any]]:
     """Findings and the JSON-able report dict (schema iodiag.report/1) of a loaded profile."""
-    from .analyzers.detectors import diagnose
+    from .recommend.rules import diagnose_with_advice
     from .reports.json_report import build_report
 
-    findings = diagnose(profile, config)
+    findings = diagnose_with_advice(profile, config)
     report = build_report(profile, findings)
     if obfuscate:
         from .reports.obfuscate import obfuscate_report

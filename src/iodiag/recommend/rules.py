@@ -21,6 +21,7 @@ from ..analyzers.metrics import fmt_bytes
 from ..config import Config
 from ..findings import Finding
 from .chunks import merge_plan, rechunk_plan
+from .recommendation import Change, Recommendation
 
 
 # ---------------------------------------------------------------------------------------------- small-io
@@ -373,3 +374,123 @@ def diagnose_with_advice(profile, config: Config | None = None) -> list[Finding]
 
     cfg = config or Config()
     return advise(diagnose(profile, cfg), cfg)
+
+
+# ---------------------------------------------------------------------------------------------- settings
+def rule_recommendations(profile, findings: Sequence[Finding], config: Config | None = None,
+                         params: Mapping[str, Any] | None = None) -> list[Recommendation]:
+    """The findings whose fix is one concrete setting, as Recommendations (most costly finding first).
+
+    ``params`` are the workload's parameters as its command line gave them (``{"chunks": "1,1,90,180", "path":
+    "a.zarr"}``; None when unknown, e.g. a Darshan log from elsewhere): a setting the command exposes becomes an
+    ``arg`` change that ``iodiag verify`` can apply; otherwise the change is a snippet or a shell line to paste."""
+    cfg = config or Config()
+    based = "workload parameters and measured features" if params else "measured features only"
+    runtime = float(profile.job.runtime_s or 0.0)
+    out: list[Recommendation] = []
+    seen: set[str] = set()
+    for f in sorted(findings, key=lambda f: -(f.est_cost_s or 0.0)):
+        rec = None
+        if f.id == "task-overhead" and f.facts.get("array"):
+            rec = _chunks_from_tasks(f, cfg, params)
+        elif f.id == "many-small-files" and f.facts.get("zarr_grids"):
+            rec = _chunks_from_files(profile, f, params)
+        elif f.id == "small-io" and f.facts.get("python") and f.evidence.get("consecutive_ops_counter", 0) >= \
+                0.2 * max(f.evidence["small_reads"] + f.evidence["small_writes"], 1):
+            buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
+            rec = Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
+                                 settings={"buffering": buf},
+                                 changes=(Change("snippet", f"open(path, 'rb', buffering={buf})"),))
+        elif f.id == "misaligned":
+            a = int(f.evidence["alignment_bytes"])
+            rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}", settings={"alignment": a},
+                                 changes=(Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"),
+                                          Change("config", f"striping_unit={a}", "striping_unit", a)))
+        elif f.id == "rank-imbalance" and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
+            top = f.facts["top_file"]
+            folder = top.rsplit("/", 1)[0] or "."
+            rec = Recommendation(id="striping", title="Stripe the shared files over 8 OSTs", settings={"stripe_count": 8},
+                                 changes=(Change("shell", f"lfs setstripe -c 8 {folder}  # new files in it; "
+                                                          f"copy {top} to restripe it"),))
+        if rec is None or rec.id in seen:
+            continue
+        seen.add(rec.id)
+        addresses = [f.id]
+        if rec.id in ("chunking", "layout"):  # the chunk files' opens and renames are the metadata storm's
+            addresses += [g.id for g in findings if g.id == "metadata-storm"
+                          and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
+        bound = _bound(f, runtime)
+        bound["notes"] = rec.notes + bound.get("notes", ())
+        out.append(replace(rec, addresses=tuple(dict.fromkeys(addresses)), based_on=based, **bound))
+    return out
+
+
+def _bound(f: Finding, runtime: float) -> dict[str, Any]:
+    """A rule predicts no speedup; it bounds it: the run time without the cost the finding measured."""
+    if not runtime or f.est_cost_s is None:
+        return {}
+    rest = max(runtime - float(f.est_cost_s), 0.01 * runtime)
+    return {"speedup_low": 1.0, "speedup_high": round(runtime / rest, 3),
+            "notes": (f"up to {runtime / rest:.1f}x if the {f.est_cost_s:.2f} s {f.id} costs of the {runtime:.2f} s "
+                      "run went away entirely (an upper bound, not a prediction)",)}
+
+
+def _arg_change(params: Mapping[str, Any] | None, name: str, value: Any) -> tuple[Change, ...]:
+    """The command-line change when the workload takes ``name`` (as ``--name``), else nothing."""
+    if not params or name not in params:
+        return ()
+    flag = "--" + name.replace("_", "-")
+    return (Change("arg", f"{flag} {value}", flag, value),)
+
+
+def _chunks_from_tasks(f: Finding, cfg: Config, params) -> Recommendation:
+    a = f.facts["array"]
+    plan = task_chunk_plan(a, int(f.evidence["worker_threads"]), cfg.tasks.target_chunk_bytes)
+    text = ",".join(str(c) for c in plan["chunks"])
+    return Recommendation(
+        id="chunking", title=f"Use chunks of {tuple(plan['chunks'])} ≈ {fmt_bytes(plan['chunk_bytes'])} "
+                             f"(~{plan['tasks']:,} tasks instead of {int(f.evidence['tasks']):,})",
+        settings={"chunks": text},
+        changes=_arg_change(params, "chunks", text) + (Change("snippet", f"ds = ds.chunk({plan['change']})"),))
+
+
+def _array_of(profile, name: str) -> dict | None:
+    for a in profile.job.arrays:
+        if a["path"].rstrip("/") == name.rstrip("/") or a["path"].endswith("/" + name.rsplit("/", 1)[-1]):
+            return a
+    return None
+
+
+def _chunks_from_files(profile, f: Finding, params) -> Recommendation | None:
+    grids = f.facts["zarr_grids"]
+    name = max(grids, key=lambda n: grids[n]["chunks"])
+    g = grids[name]
+    factors, new_bytes, files = merge_plan(g["grid"], g["mean_chunk_bytes"], f.facts["target_chunk_bytes"])
+    a = _array_of(profile, name)
+    if a is None or len(a["chunks"]) != len(factors):
+        dims = ", ".join(f"x{k} along dimension {d}" for d, k in enumerate(factors) if k > 1)
+        return Recommendation(id="chunking", title=f"Merge chunks of {name.rsplit('/', 1)[-1]}: {dims or 'none'} "
+                                                   f"(≈ {fmt_bytes(new_bytes)} per chunk file)",
+                              settings={"chunk_merge": list(factors)}, changes=(),
+                              abstain=None)
+    new = [min(c * k, s) for c, k, s in zip(a["chunks"], factors, a["shape"])]
+    text = ",".join(str(c) for c in new)
+    dims = a["dims"] or [f"dim_{i}" for i in range(len(new))]
+    change = {d: n for d, n, o in zip(dims, new, a["chunks"]) if n != o}
+    title = (f"Use chunks of {tuple(new)} ≈ {fmt_bytes(math.prod(new) * a['itemsize'])} "
+             f"({files:,} chunk files instead of {g['chunks']:,})")
+    if f.facts.get("wrote", True):
+        return Recommendation(id="chunking", title=title, settings={"chunks": text},
+                              changes=_arg_change(params, "chunks", text) + (
+                                  Change("snippet", f"ds = ds.chunk({change})  # before to_zarr"),))
+    # the job only read these chunks: the fix is the store's layout, made once (a rechunked copy)
+    store = a["path"].split(".zarr", 1)[0] + ".zarr"
+    copy = store[: -len(".zarr")] + ".rechunked.zarr"
+    changes = (Change("shell", f"iodiag workload convert --src {store} --dst {copy} --chunks {text} --cluster sync",
+                      "rechunk",
+                      {"src": store, "dst": copy, "chunks": text}),)
+    if params and "path" in params:
+        changes += (Change("arg", f"--path {copy}", "--path", copy),)
+    return Recommendation(id="layout", title="Rechunk the store once: " + title, settings={"store_chunks": text},
+                          changes=changes, notes=("a data-layout change: the rechunked copy is made once, then every "
+                                                  "read uses it",))

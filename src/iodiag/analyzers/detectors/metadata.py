@@ -168,7 +168,8 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
         return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
                         f"({fmt_bytes(total)} in total), chunk files of {len(grids)} Zarr array(s)",
                         **file_cost(profile, m.file_ids, cost_f), evidence={**ev, **_zarr_evidence(grids, c.zarr_chunk_bytes)},
-                        facts={"zarr_grids": grids, "target_chunk_bytes": c.zarr_chunk_bytes},
+                        facts={"zarr_grids": grids, "target_chunk_bytes": c.zarr_chunk_bytes,
+                               "wrote": bool(fs["bytes_written"][small].sum() > 0)},
                         files=top_files(profile, m.file_ids, np.where(small, fs["meta_s"] + 1e-12, 0), cfg.report.top_files))]
     facts = {"small_files": int(small.sum()), "top_directory": top_dir, "target_file_bytes": c.target_chunk_bytes,
              "files_per_target": k, "files_after": after}

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ..config import Config
-from ..errors import IodiagError
+from ..errors import IodiagError, UsageError
 from ..findings import Finding
 from .recommendation import Recommendation
 from .rules import rule_recommendations
@@ -32,7 +32,8 @@ def load_tree(path: str | None = None, *, strict: bool = False) -> tuple[Any, st
         from .model import load_model  # noqa: PLC0415 - lazy: the report path pays only when it recommends
     except ImportError:
         if strict and path is not None:
-            raise
+            raise UsageError(f"{path}: this iodiag cannot read trained models (recommend/model.py is missing)",
+                             hint="install an iodiag with the recommender, or leave out --model") from None
         return None, NO_MODEL
     try:
         return load_model(path), None

@@ -465,14 +465,16 @@ def _chunks_from_files(profile, f: Finding, params) -> Recommendation | None:
     grids = f.facts["zarr_grids"]
     name = max(grids, key=lambda n: grids[n]["chunks"])
     g = grids[name]
-    factors, new_bytes, files = merge_plan(g["grid"], g["mean_chunk_bytes"], f.facts["target_chunk_bytes"])
     a = _array_of(profile, name)
-    if a is None or len(a["chunks"]) != len(factors):
+    grid = g["grid"]
+    if a is not None:  # the array's own chunk grid (file names of temporary chunk copies can lose a dimension)
+        grid = [-(-s // c) for s, c in zip(a["shape"], a["chunks"])]
+    factors, new_bytes, files = merge_plan(grid, g["mean_chunk_bytes"], f.facts["target_chunk_bytes"])
+    if a is None:
         dims = ", ".join(f"x{k} along dimension {d}" for d, k in enumerate(factors) if k > 1)
         return Recommendation(id="chunking", title=f"Merge chunks of {name.rsplit('/', 1)[-1]}: {dims or 'none'} "
                                                    f"(≈ {fmt_bytes(new_bytes)} per chunk file)",
-                              settings={"chunk_merge": list(factors)}, changes=(),
-                              abstain=None)
+                              settings={"chunk_merge": list(factors)})
     new = [min(c * k, s) for c, k, s in zip(a["chunks"], factors, a["shape"])]
     text = ",".join(str(c) for c in new)
     dims = a["dims"] or [f"dim_{i}" for i in range(len(new))]

@@ -20,12 +20,31 @@ def gain_text(r: dict[str, Any]) -> str:
         band = f" ({lo:.1f}-{hi:.1f}x)" if lo is not None and hi is not None else ""
         return f"expected {e:.1f}x{band}"
     if hi is not None:
-        return f"up to {hi:.1f}x (a bound from the measured cost, not a prediction)"
+        return f"{hi:.1f}x if the measured cost went away (not a prediction)"
     return "gain not estimated"
 
 
-def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False) -> list[tuple[str, str | None]]:
-    """(text, style) lines of the recommendations, best first; the model's abstention last, on one line."""
+def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
+                         width: int = 100) -> list[tuple[str, str | None]]:
+    """(text, style) lines of the recommendations, best first, wrapped to ``width`` under their own indent;
+    the model's abstention last."""
+    import textwrap
+
+    out: list[tuple[str, str | None]] = []
+    for text, style in _lines(recs, full=full):
+        if text.startswith("        ") or len(text) <= width:  # the tree's rules keep their own layout
+            out.append((text, style))
+            continue
+        lead = len(text) - len(text.lstrip())
+        hang = " " * (lead + (4 if text.lstrip()[:1].isdigit() else 2))
+        for i, part in enumerate(textwrap.wrap(text.strip(), width=width, initial_indent=" " * lead,
+                                               subsequent_indent=hang, break_on_hyphens=False,
+                                               break_long_words=False)):
+            out.append((part, style))
+    return out
+
+
+def _lines(recs: Sequence[dict[str, Any]], *, full: bool) -> list[tuple[str, str | None]]:
     lines: list[tuple[str, str | None]] = []
     active = [r for r in recs if r.get("abstain") is None]
     for i, r in enumerate(active, 1):
@@ -33,8 +52,9 @@ def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False) 
         lines.append((f"{i:>2}. {r['title']}", "bold"))
         for c in r.get("changes") or []:
             lines.append((f"      {_KIND_LABEL.get(c['kind'], c['kind'])}: {c['text']}", None))
-        who = f" · addresses {', '.join(r['addresses'])}" if r.get("addresses") else ""
-        lines.append((f"      {gain_text(r)} · {src} · based on {r.get('based_on') or 'measured features'}{who}", "dim"))
+        lines.append((f"      gain: {gain_text(r)}", None))
+        who = f"; addresses {', '.join(r['addresses'])}" if r.get("addresses") else ""
+        lines.append((f"      from {src}, on {r.get('based_on') or 'measured features'}{who}", "dim"))
         if full:
             for n in r.get("notes") or []:
                 lines.append((f"      note: {n}", "dim"))
@@ -50,21 +70,25 @@ def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False) 
 def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings: Sequence[dict[str, Any]] = (),
                            params: dict[str, Any] | None = None, color: bool = False, width: int = 100) -> str:
     """``iodiag recommend JOB`` on a terminal."""
+    import textwrap
+
     from rich.console import Console
 
     buf = io.StringIO()
     con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=False)
     con.print(f"iodiag recommend — job {job}", style="bold")
     if params:
-        con.print("  workload parameters: " + " ".join(f"{k}={v}" for k, v in params.items()), markup=False)
+        con.print(textwrap.fill("workload parameters: " + " ".join(f"{k}={v}" for k, v in params.items()), width - 1,
+                                initial_indent="  ", subsequent_indent="    "), markup=False)
     else:
         con.print("  no workload parameters recorded: advice from measured features only", style="dim")
     if findings:
-        con.print("  findings: " + ", ".join(f"{f['id']} ({f['severity']})" for f in findings), markup=False)
+        con.print(textwrap.fill("findings: " + ", ".join(f"{f['id']} ({f['severity']})" for f in findings), width - 1,
+                                initial_indent="  ", subsequent_indent="    "), markup=False)
     con.print()
     active = [r for r in recs if r.get("abstain") is None]
     con.print("What to change" if active else "Nothing to change: no rule or model recommends a setting", style="bold")
-    for text, style in recommendation_lines(recs, full=True):
+    for text, style in recommendation_lines(recs, full=True, width=width - 1):
         con.print(text, style=style, markup=False)
     if active:
         con.print()

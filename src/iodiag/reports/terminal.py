@@ -197,7 +197,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         active = sum(1 for r in recs if r.get("abstain") is None)
         con.print(f"What to change ({active} recommendation{'s' if active != 1 else ''}; details: iodiag recommend "
                   f"{j['id']})" if active else "What to change: no setting recommended", style="bold")
-        for text, style in recommendation_lines(recs):
+        for text, style in recommendation_lines(recs, width=width - 1):
             con.print(text, style=style, markup=False)
 
     if report.get("modules") and width >= 100:  # ten columns: only where they fit

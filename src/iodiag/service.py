@@ -139,9 +139,12 @@ def verify_job(*, target: str, config: Config, reps: int = 5, sets: list[str] | 
     """``iodiag verify JOB``: re-run the job's workload as recorded and with the top recommendation (or the
     ``--set`` settings) applied, interleaved, and measure the speedup (schema iodiag.verify/1)."""
     from .jobs.store import find_job
-    from .jobs.verify import command_of, plan_verify, run_verify
+    from .jobs.verify import MIN_REPS, command_of, plan_verify, run_verify
     from .reports.verify import verify_result
 
+    if reps < MIN_REPS:
+        raise UsageError(f"--reps {reps}: at least {MIN_REPS} runs per side are needed for a band",
+                         hint="use --reps 5 or more")
     record = find_job(target)
     cmd = command_of(record)
     if sets:

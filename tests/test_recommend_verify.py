@@ -228,3 +228,25 @@ def test_read_of_one_step_chunks_is_rechunked_once_then_verified(tmp_path, monke
     assert d["prepare"] and "convert" in d["prepare"][0]["command"] and d["prepare"][0]["wall_s"] > 0
     assert re.search(r"--path \S+rechunked\.zarr", d["after"]["command"])
     assert d["speedup"]["workload_s"]["estimate"] > 1.5  # 1,500 chunk files -> one: the read itself is faster
+
+
+def test_recommend_group_routes_a_job_or_a_subcommand():
+    """How `iodiag recommend JOB` and `iodiag recommend train` share one group (wired at merge)."""
+    import typer
+    from typer.testing import CliRunner
+
+    from iodiag.cli.recommend_job import JobOrSubcommand, add_job_command
+
+    g = typer.Typer(cls=JobOrSubcommand)
+    seen = []
+
+    @g.command("train")
+    def train(sweep: str = typer.Argument(...)) -> None:
+        seen.append(("train", sweep))
+
+    add_job_command(g)
+    r = CliRunner().invoke(g, ["train", "s.toml"])
+    assert r.exit_code == 0 and seen == [("train", "s.toml")]
+    r = CliRunner().invoke(g, [str(corpus_path(VPIC)), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["schema"] == "iodiag.recommend/1"

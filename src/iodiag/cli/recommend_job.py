@@ -1,8 +1,10 @@
 """`iodiag recommend JOB`: what to change in a job, as concrete settings, with the rules and the expected gain.
 
 ``recommend_job`` is the command body.  On this branch it is registered as ``iodiag advise JOB``; at merge it
-becomes ``iodiag recommend JOB`` next to ``iodiag recommend train|evaluate`` (a typer callback with
-``invoke_without_command=True`` taking an optional JOB argument calls it when no subcommand is given).
+becomes ``iodiag recommend JOB`` next to ``iodiag recommend train|evaluate``: create that typer group with
+``cls=JobOrSubcommand`` and call ``add_job_command(recommend_app)``.  A Click group cannot take an optional
+positional argument before its subcommands (``recommend train`` would read ``train`` as the job), so the group
+routes any first word that is not one of its subcommands to a hidden ``job`` subcommand.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 from .app import app
 from .common import _print_choices, build_profile_for, run_guarded
@@ -63,9 +66,23 @@ def recommend_job(target: str, *, json_out: bool = False, model: Optional[Path] 
     run_guarded(body, on_ambiguous=_print_choices, json_errors="iodiag.recommend/1" if json_out else False)
 
 
-# temporary name on this branch (the lead wires `iodiag recommend JOB` at merge, see the module docstring)
-@app.command("advise", help=RECOMMEND_HELP)
-def advise_cmd(
+class JobOrSubcommand(TyperGroup):
+    """A typer group whose first word is a subcommand (``train``, ``evaluate``) or else a job: ``recommend
+    last`` runs ``recommend job last``."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["job", *args]
+        return super().parse_args(ctx, args)
+
+
+def add_job_command(group: typer.Typer) -> None:
+    """Register ``recommend_job`` as the hidden ``job`` subcommand of ``group`` (a typer made with
+    ``cls=JobOrSubcommand``)."""
+    group.command("job", hidden=True, help=RECOMMEND_HELP)(_job_command)
+
+
+def _job_command(
     target: str = typer.Argument(..., help="iodiag job id ('last'), Darshan log or folder of logs."),
     json_out: bool = typer.Option(False, "--json", help="Print the recommendations as JSON (schema iodiag.recommend/1)."),
     model: Optional[Path] = typer.Option(None, "--model", help="A trained model file instead of the shipped one (an error if it is missing, stale or incompatible)."),
@@ -76,3 +93,7 @@ def advise_cmd(
 ) -> None:
     recommend_job(target, json_out=json_out, model=model, config_file=config_file, log_tree=log_tree, job=job,
                   take_all=take_all)
+
+
+# temporary name on this branch (the lead wires `iodiag recommend JOB` at merge, see the module docstring)
+app.command("advise", help=RECOMMEND_HELP)(_job_command)

@@ -62,7 +62,12 @@ def test_log_without_workload_params_is_advised_from_measured_features_only(tmp_
     assert j["schema"] == "iodiag.recommend/1" and j["params"] is None and j["based_on"] == "measured features only"
 
 
-def test_report_json_lists_recommendations_additively():
+def test_report_json_lists_recommendations_additively(tmp_path):
+    page = tmp_path / "r.html"
+    r = run_cli("report", str(corpus_path(VPIC)), "--html-path", str(page), env={"COLUMNS": "80"})
+    assert r.returncode == 0 and "What to change" in r.stdout.decode()
+    html = page.read_text()
+    assert 'id="recommendations"' in html and "H5Pset_alignment" in html[html.index('id="recommendations"'):]
     r = run_cli("report", str(corpus_path(VPIC)), "--json")
     rep = json.loads(r.stdout)
     assert rep["schema"] == "iodiag.report/1"
@@ -250,3 +255,27 @@ def test_recommend_group_routes_a_job_or_a_subcommand():
     r = CliRunner().invoke(g, [str(corpus_path(VPIC)), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["schema"] == "iodiag.recommend/1"
+
+
+def test_a_tree_setting_the_workload_takes_becomes_a_flag_verify_applies():
+    from iodiag.analyzers.load import load_job
+    from iodiag.recommend.engine import recommend
+    from iodiag.recommend.recommendation import Recommendation
+    from iodiag.recommend.rules import diagnose_with_advice
+
+    class Fitted:  # the contract of recommend/model.py's Model: advise(features) -> Recommendation
+        settings = ("chunks",)
+        scenarios_known = "test"
+
+        def advise(self, features):
+            return Recommendation(id="chunking", title="Use chunks of (73, 90, 180)", settings={"chunks": (73, 90, 180)},
+                                  source="tree")
+
+    prof = load_job([str(corpus_path(VPIC))])
+    try:
+        import iodiag.recommend.features  # noqa: F401
+    except ImportError:
+        pytest.skip("the trained model's features module is not on this branch")
+    recs = recommend(prof, findings=diagnose_with_advice(prof), params={"chunks": "1,90,180"}, model=Fitted())
+    top = recs[0]
+    assert top.source == "tree" and [c.text for c in top.changes if c.kind == "arg"] == ["--chunks 73,90,180"]

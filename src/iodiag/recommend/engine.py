@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from ..config import Config
 from ..errors import IodiagError, UsageError
 from ..findings import Finding
-from .recommendation import Recommendation
+from .recommendation import Change, Recommendation
 from .rules import rule_recommendations
 
 NO_MODEL = "no trained model is available in this iodiag (recommend/model.py is not installed): rules only"
@@ -52,6 +52,21 @@ def _tree_advice(model: Any, profile, metrics, params) -> Recommendation:
     return model.advise(feats)
 
 
+def _with_args(rec: Recommendation, params: Mapping[str, Any] | None) -> Recommendation:
+    """A tree setting the workload takes as a flag becomes an ``arg`` change (what ``iodiag verify`` applies):
+    ``chunks=(73, 90, 180)`` for a command with ``--chunks`` -> ``--chunks 73,90,180``."""
+    if not params or rec.abstain is not None:
+        return rec
+    have = {c.name for c in rec.changes if c.kind == "arg"}
+    extra = []
+    for k, v in rec.settings.items():
+        flag = "--" + k.replace("_", "-")
+        if k in params and flag not in have:
+            val = ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
+            extra.append(Change("arg", f"{flag} {val}", flag, val))
+    return replace(rec, changes=tuple(extra) + tuple(rec.changes)) if extra else rec
+
+
 def _abstain(why: str, based_on: str = "") -> Recommendation:
     return Recommendation(id="model", title="No model-based advice", settings={}, source="tree", abstain=why,
                           based_on=based_on)
@@ -73,7 +88,7 @@ def recommend(profile, *, metrics=None, findings: Sequence[Finding], config: Con
             from ..analyzers.metrics import metrics_of
 
             metrics = metrics_of(profile)
-        tree = _tree_advice(model, profile, metrics, params)
+        tree = _with_args(_tree_advice(model, profile, metrics, params), params)
         if not tree.based_on:
             tree = replace(tree, based_on=based)
     if tree.abstain is not None or not tree.settings:

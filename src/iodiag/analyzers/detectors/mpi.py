@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import (col, file_paths, fmt_bytes, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
+from ..metrics import (col, file_paths, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
                        nprocs_of, on_parallel_fs, ops_procs_per_file)
 from ._common import file_cost, finding, top_files
 

@@ -58,37 +58,50 @@ def _band(s: dict[str, Any]) -> str:
     return f"{s['estimate']:.2f}x (95 % band {s['low']:.2f}-{s['high']:.2f}x)"
 
 
+_SHORT = {"wall_s": "wall (command)", "workload_s": "workload section", "cpu_s": "CPU (process tree)"}
+
+
 def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
+    import textwrap
+
     from rich.console import Console
     from rich.table import Table
 
     buf = io.StringIO()
     con = Console(file=buf, no_color=True, width=width, highlight=False, soft_wrap=False)
+
+    def say(text: str, indent: int = 2, hang: int = 10, style: str | None = None) -> None:
+        for line in textwrap.wrap(text, width=width - 1, initial_indent=" " * indent,
+                                  subsequent_indent=" " * hang, break_on_hyphens=False, break_long_words=False):
+            con.print(line, markup=False, style=style)
+
     rec = d.get("recommendation")
-    what = rec["title"] if rec else "settings given by hand: " + " ".join(d["settings_by_hand"])
+    what = f"{rec['title']} ({'trained tree' if rec.get('source') == 'tree' else 'rules'})" if rec else \
+        "settings given by hand: " + " ".join(d["settings_by_hand"])
     con.print(f"iodiag verify — job {d['job']}", style="bold")
-    con.print(f"  applied: {what}", markup=False)
-    con.print(f"  before: {d['before']['command']}", markup=False, overflow="fold")
-    con.print(f"  after:  {d['after']['command']}", markup=False, overflow="fold")
+    say(f"applied: {what}")
+    say(f"before:  {d['before']['command']}")
+    say(f"after:   {d['after']['command']}")
     for k, v in (d["after"].get("env") or {}).items():
-        con.print(f"          {k}={v}", markup=False)
+        say(f"         {k}={v}")
     for p in d.get("prepare") or []:
-        con.print(f"  prepared once ({p['wall_s']:.2f} s): {p['command']}", markup=False, overflow="fold")
-    con.print(f"  {d['reps']} runs per side, interleaved {d['order']}", style="dim")
+        say(f"prepared once ({p['wall_s']:.2f} s, not in the after times): {p['command']}")
+    say(f"{d['reps']} runs per side, interleaved {d['order']}", style="dim")
     con.print()
     t = Table(title="Before / after (medians)", title_justify="left", show_edge=False)
     for c in ("metric", "before", "after", "speedup", "95 % band", "noise A/B"):
-        t.add_column(c, justify="left" if c == "metric" else "right")
+        t.add_column(c, justify="left" if c == "metric" else "right", no_wrap=True)
     for key, s in d["speedup"].items():
-        t.add_row(s["label"], f"{s['median_before_s']:.3f} s", f"{s['median_after_s']:.3f} s", f"{s['estimate']:.2f}x",
-                  f"{s['low']:.2f}-{s['high']:.2f}x", f"±{100 * s['noise_before']:.0f}/±{100 * s['noise_after']:.0f} %")
+        t.add_row(_SHORT.get(key, key), f"{s['median_before_s']:.3f} s", f"{s['median_after_s']:.3f} s",
+                  f"{s['estimate']:.2f}x", f"{s['low']:.2f}-{s['high']:.2f}x",
+                  f"±{100 * s['noise_before']:.0f}/±{100 * s['noise_after']:.0f} %")
     con.print(t)
     main = d["speedup"].get(d["primary"])
     if main:
         con.print()
-        con.print(f"Verdict: {main['verdict']} — {main['label']} {_band(main)}", style="bold", markup=False)
+        say(f"Verdict: {main['verdict']} — {main['label']} {_band(main)}", indent=0, hang=2, style="bold")
     for n in d.get("notes") or []:
-        con.print(f"  note: {n}", style="dim", markup=False)
+        say(f"note: {n}", hang=8, style="dim")
     return buf.getvalue()
 
 

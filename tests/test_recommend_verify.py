@@ -137,24 +137,46 @@ def tiny_read_job(tmp_path, monkeypatch):
     return rec
 
 
-def test_verify_interleaves_five_runs_per_side_and_gives_a_band(tiny_read_job):
+WRITER = """import argparse, os
+p = argparse.ArgumentParser()
+p.add_argument("--out", required=True)
+p.add_argument("--size", type=int, default=1 << 20)
+p.add_argument("--block", type=int, default=16)
+a = p.parse_args()
+fd = os.open(a.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+buf = b"x" * a.block
+for _ in range(a.size // a.block):
+    os.write(fd, buf)
+os.close(fd)
+"""
+
+
+def test_verify_interleaves_five_runs_per_side_and_gives_a_band(tmp_path, monkeypatch):
+    """A script writing 1 MiB in 16-byte write calls, verified with --block 65536 (a flag on its command line)."""
     from iodiag.reports.verify import render_verify_html, render_verify_text
     from iodiag.service import verify_job
 
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    rec = _record(tmp_path, [PY, str(script), "--out", "o.bin", "--block", "16"], name="writer")
+    monkeypatch.setenv("IODIAG_HOME", str(tmp_path / "store"))
     seen = []
-    d = verify_job(target=tiny_read_job.id, config=Config(), reps=5, sets=["patterns=point"],
+    d = verify_job(target=rec.id, config=Config(), reps=5, sets=["block=65536"],
                    progress=lambda k, n: seen.append((k, n)))
-    assert d["schema"] == "iodiag.verify/1" and d["reps"] == 5
+    assert d["schema"] == "iodiag.verify/1" and d["reps"] == 5 and d["recommendation"] is None
     assert d["order"] == "AB" * 5 and len(d["runs"]) == 10 and seen[-1] == (10, 10)
     assert [r["side"] for r in d["runs"]] == ["before", "after"] * 5
     assert all(r["exit_code"] == 0 and r["wall_s"] > 0 for r in d["runs"])
-    assert "--patterns point" in d["after"]["command"] and "--patterns whole" in d["before"]["command"]
-    for key in ("wall_s", "workload_s"):  # the read workload reports its own timed section
+    assert "--block 65536" in d["after"]["command"] and "--block 16" in d["before"]["command"]
+    assert "workload_s" not in d["speedup"]  # a foreign script reports no timed section of its own
+    for key in ("wall_s", "cpu_s"):
         s = d["speedup"][key]
         assert s["low"] <= s["estimate"] <= s["high"] and s["pairs"] == 5
         assert s["verdict"] in ("faster", "slower", "no measurable change")
+    # 65,536 write calls against 16: the CPU time of the process tree says so through any load
+    assert d["speedup"]["cpu_s"]["estimate"] > 1.5 and d["speedup"]["cpu_s"]["verdict"] == "faster"
     text = render_verify_text(d, width=80)
-    assert "Verdict:" in text and "95 % band" in text
+    assert "Verdict:" in text and "95 % band" in text and max(len(x) for x in text.splitlines()) <= 80
     assert "before (median)" in render_verify_html(d)
 
 

@@ -398,9 +398,10 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
         elif f.id == "small-io" and f.facts.get("python") and f.evidence.get("consecutive_ops_counter", 0) >= \
                 0.2 * max(f.evidence["small_reads"] + f.evidence["small_writes"], 1):
             buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
+            mode = "wb" if f.evidence["small_writes"] > f.evidence["small_reads"] else "rb"
             rec = Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
                                  settings={"buffering": buf},
-                                 changes=(Change("snippet", f"open(path, 'rb', buffering={buf})"),))
+                                 changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
         elif f.id == "misaligned":
             a = int(f.evidence["alignment_bytes"])
             rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}", settings={"alignment": a},

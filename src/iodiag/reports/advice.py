@@ -92,5 +92,10 @@ def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings
         con.print(text, style=style, markup=False)
     if active:
         con.print()
-        con.print(f"  measure it: iodiag verify {job}", style="dim", markup=False)
+        if any(c["kind"] in ("arg", "env") for c in active[0].get("changes") or []):
+            con.print(f"  measure it: iodiag verify {job}", style="dim", markup=False)
+        else:
+            con.print(textwrap.fill(f"the top change is code or a shell line: where the program exposes the setting "
+                                    f"as a flag or variable, measure it with iodiag verify {job} --set name=value",
+                                    width - 1, initial_indent="  ", subsequent_indent="  "), style="dim", markup=False)
     return buf.getvalue()

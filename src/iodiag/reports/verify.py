@@ -31,7 +31,7 @@ def verify_result(runs, *, recommendation=None, sets: Sequence[str] = ()) -> dic
     notes = list(plan.notes)
     if runs.prepare_s:
         notes.insert(0, f"the changed data layout was prepared once before the timed runs ({sum(runs.prepare_s):.2f} s, "
-                        "not included in the after runs' times)")
+                        "not included in the after runs' times); what it made is kept: it is the change to adopt")
     notes.append("runs without a collector (no Darshan, no Dask capture), before and after interleaved")
     if len(side["before"]) < 5:
         notes.append(f"only {len(side['before'])} runs per side: the band is wide; use --reps 5 or more")

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import require_embedded, run_cli
-from iodiag.analyzers.detectors import diagnose
+from iodiag.recommend.rules import diagnose_with_advice as diagnose
 from iodiag.analyzers.job import load_job_record
 from iodiag.analyzers.tasktime import dask_time_of
 from iodiag.config import Config

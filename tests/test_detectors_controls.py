@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iodiag.analyzers.detectors import diagnose
+from iodiag.recommend.rules import diagnose_with_advice as diagnose
 from iodiag.analyzers.load import load_job
 from iodiag.config import Config
 

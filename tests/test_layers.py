@@ -8,7 +8,7 @@ import pytest
 
 from conftest import CORPUS, corpus_path
 from iodiag.analyzers.context import job_context
-from iodiag.analyzers.detectors import diagnose
+from iodiag.recommend.rules import diagnose_with_advice as diagnose
 from iodiag.analyzers.load import load_job
 
 H5BENCH_W = ("drishti-io/sample/jlbez_8a_benchmark_write_parallel_id1322696_8-21-14519-8141979180909667175_12"

@@ -15,7 +15,7 @@ import os
 import pytest
 
 from conftest import CORPUS, corpus_path
-from iodiag.analyzers.detectors import diagnose
+from iodiag.recommend.rules import diagnose_with_advice as diagnose
 from iodiag.analyzers.load import load_job
 from iodiag.reports.json_report import build_report, render_json
 from iodiag.reports.terminal import render_terminal

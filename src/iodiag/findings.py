@@ -38,11 +38,14 @@ class Finding:
     severity: str
     title: str
     evidence: dict[str, Any]
-    recommendation: str
+    recommendation: str = ""  # what to change: filled by recommend/ (rules.advise), never by a detector
     files: list[str] = field(default_factory=list)
     processes: list[int] = field(default_factory=list)
     est_cost_s: float | None = None  # estimated I/O seconds this problem costs
     cost_share: float | None = None  # est_cost_s / total I/O time of the job
+    # what a detector measured that the advice needs but the evidence does not show (a path, a kind of
+    # program, a computed plan's inputs): read by recommend/rules.py, never serialised
+    facts: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

@@ -66,7 +66,7 @@ def _side(target: str, *, side: str, pick: str | None, take_all: bool, log_tree,
 
 
 def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree, job_a=None, job_b=None, take_all=False) -> None:
-    from ..analyzers.detectors import diagnose
+    from ..recommend.rules import diagnose_with_advice as diagnose
     from ..config import load_config
     from ..reports.compare import compare_jobs, render_compare_html, render_compare_text
 

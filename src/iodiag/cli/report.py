@@ -53,7 +53,7 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, site_c
 
     cfg = with_mutes(load_config(config_file, site_config=site_config), mute)
     prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out)
-    findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate)
+    findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate, home=home)
     text = render_json(report)
     if json_file:
         atomic_write(json_file, text + "\n")

@@ -263,6 +263,7 @@ def _scaling_findings(df) -> tuple[list, int, list[str]]:
     from ..analyzers.job import load_job_record
     from ..errors import IodiagError
     from ..jobs.store import find_job
+    from ..recommend.rules import advise
 
     profiles, notes = [], []
     for job_id in sorted({str(j) for j in df["iodiag_job"].dropna() if str(j)}):
@@ -270,4 +271,4 @@ def _scaling_findings(df) -> tuple[list, int, list[str]]:
             profiles.append(load_job_record(find_job(job_id)))
         except IodiagError as exc:
             notes.append(f"job {job_id} not diagnosed: {exc}")
-    return compare_scaling(profiles), len(profiles), notes
+    return advise(compare_scaling(profiles)), len(profiles), notes

@@ -83,9 +83,12 @@ def processes_list(profile: JobProfile, limit: int = 64) -> list[dict[str, Any]]
             for i in range(n)]
 
 
-def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: Summary | None = None) -> dict[str, Any]:
+def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: Summary | None = None,
+                 recommendations: Sequence[Any] | None = None) -> dict[str, Any]:
+    """The report dict; ``recommendations`` (recommend.Recommendation, best first) go under the additive key
+    ``recommendations`` when given."""
     s = summary or summarize(profile)
-    return {
+    out = {
         "schema": SCHEMA,
         "job": job_dict(profile),
         "volumes": s.volumes,
@@ -97,6 +100,9 @@ def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: S
         "findings": [f.to_dict() for f in findings],
         "errors": [i.to_dict() for i in profile.issues_seen],
     }
+    if recommendations is not None:
+        out["recommendations"] = [r.to_dict() for r in recommendations]
+    return out
 
 
 def _time(profile: JobProfile, findings: Sequence[Finding]) -> dict[str, Any]:

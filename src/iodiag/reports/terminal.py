@@ -189,6 +189,17 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     else:
         con.print("No problems found by the detectors.", style="bold green")
 
+    recs = report.get("recommendations")
+    if recs:
+        from .advice import recommendation_lines
+
+        con.print()
+        active = sum(1 for r in recs if r.get("abstain") is None)
+        con.print(f"What to change ({active} recommendation{'s' if active != 1 else ''}; details: iodiag recommend "
+                  f"{j['id']})" if active else "What to change: no setting recommended", style="bold")
+        for text, style in recommendation_lines(recs, width=width - 1):
+            con.print(text, style=style, markup=False)
+
     if report.get("modules") and width >= 100:  # ten columns: only where they fit
         con.print()
         t = Table(title="Per module", title_justify="left", show_edge=False)

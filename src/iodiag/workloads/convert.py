@@ -32,7 +32,7 @@ from ._common import (CLUSTERS, COMPRESSORS, Param, build_parser, chunks_for_tar
 STRATEGIES = ("to_zarr", "region")
 
 PARAMS = (
-    Param("src", str, None, "input NetCDF4/HDF5 file", required=True),
+    Param("src", str, None, "input NetCDF4/HDF5 file, or a Zarr store to rechunk into dst", required=True),
     Param("dst", str, None, "output Zarr store (directory; replaced if present)", required=True),
     Param("variable", str, None, "variable to convert (default: the data variables of highest rank)"),
     Param("strategy", str, "to_zarr", "to_zarr (Dask-native) or region (template + region writes)",
@@ -71,10 +71,16 @@ def _target_chunks(shape: tuple[int, ...], itemsize: int, chunks: str | None, ch
 
 
 def _open(src: Path, chunks: dict[str, int] | None):
+    """The source dataset: a NetCDF4/HDF5 file, or a Zarr store (then the conversion rechunks a copy; the
+    source's own chunk and codec encoding is dropped so the new one applies)."""
     import xarray as xr
 
-    engine = "netcdf4"
-    return xr.open_dataset(src, engine=engine, chunks=chunks)
+    if Path(src).is_dir():
+        ds = xr.open_zarr(src, chunks=chunks)
+        for v in ds.variables.values():
+            v.encoding = {}
+        return ds
+    return xr.open_dataset(src, engine="netcdf4", chunks=chunks)
 
 
 def _write_region(src: str, dst: str, dim: str, i0: int, i1: int, names: list[str], zarr_format: int) -> int:

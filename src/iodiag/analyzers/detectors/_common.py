@@ -14,7 +14,7 @@ from ..timemodel import time_model_of, wall_cost_of_files
 
 
 def finding(cfg: Config, profile: JobProfile, id: str, title: str, *, wall_s: float | None,
-            process_s: float | None = None, evidence: dict[str, Any], recommendation: str,
+            process_s: float | None = None, evidence: dict[str, Any], facts: dict[str, Any] | None = None,
             files: list[str] | None = None, processes: list[int] | None = None, severity: str | None = None) -> Finding:
     """A Finding costed in the job's wall seconds (``wall_s``, see analyzers/timemodel.py), with its severity
     from the share of the run time that cost is (unless given).  ``process_s`` (the summed process-seconds a
@@ -33,7 +33,7 @@ def finding(cfg: Config, profile: JobProfile, id: str, title: str, *, wall_s: fl
         ev["cost_process_s"] = _plain(float(process_s))
         if tm.io_process_s > 0:
             ev["cost_share_of_io_process_s"] = _plain(float(min(process_s / tm.io_process_s, 1.0)))
-    return Finding(id=id, severity=sev, title=title, evidence=ev, recommendation=recommendation,
+    return Finding(id=id, severity=sev, title=title, evidence=ev, facts=dict(facts or {}),
                    files=files or [], processes=[int(p) for p in (processes or [])],
                    est_cost_s=None if wall is None else round(float(wall), 6),
                    cost_share=None if share is None else round(share, 6))

@@ -3,13 +3,12 @@
 Zarr v3 stores chunk (i, j, k) of array A at ``A/c/i/j/k`` (v2: ``A/i.j.k`` or
 ``A/i/j/k``); zarr-python writes each chunk to ``<key>.<uuid>.partial`` and
 renames it.  From the set of keys we get each array's chunk grid (largest
-index + 1 per dimension) and the bytes per chunk, which is enough to say how
-many chunks to merge along which dimension.
+index + 1 per dimension) and the bytes per chunk, which is enough for
+recommend/chunks.py to say how many chunks to merge along which dimension.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
 _PARTIAL = re.compile(r"\.[0-9a-f]{16,}\.partial$")
@@ -47,39 +46,6 @@ def chunk_grids(paths, nbytes) -> dict[str, dict]:
         a["mean_chunk_bytes"] = sum(sizes) / len(sizes) if sizes else 0.0
         del a["keys"]
     return out
-
-
-def merge_plan(grid: list[int], mean_bytes: float, target: float) -> tuple[list[int], float, int]:
-    """Merge factors per dimension (largest grid first) to reach ~target bytes per chunk."""
-    want = max(math.ceil(target / max(mean_bytes, 1.0)), 1)
-    factors = [1] * len(grid)
-    for d in sorted(range(len(grid)), key=lambda i: -grid[i]):
-        if want <= 1:
-            break
-        f = min(want, grid[d])
-        factors[d] = f
-        want = math.ceil(want / f)
-    k = math.prod(factors)
-    files = math.prod(math.ceil(g / f) for g, f in zip(grid, factors))
-    return factors, mean_bytes * k, files
-
-
-def rechunk_plan(shape: list[int], chunks: list[int], itemsize: int, target: float) -> list[int]:
-    """Chunks of about ``target`` bytes: grow the innermost dimensions to their full extent first (C order keeps
-    each chunk contiguous), then the next one outwards by the factor still missing, rounded to an even split."""
-    new = list(chunks)
-    for d in range(len(shape) - 1, -1, -1):
-        size = math.prod(new) * itemsize
-        if size >= target:
-            break
-        want = max(int(target // max(math.prod(new[:d] + new[d + 1:]) * itemsize, 1)), 1)
-        if want >= shape[d]:
-            new[d] = shape[d]
-        else:
-            parts = math.ceil(shape[d] / max(want, 1))
-            new[d] = max(math.ceil(shape[d] / parts), chunks[d])
-            break
-    return new
 
 
 _PY = re.compile(r"(\.pyc?|\.so(\.[\d.]+)?|/site-packages/.*|/lib/python[\d.]+/.*)$")

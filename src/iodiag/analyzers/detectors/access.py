@@ -80,9 +80,7 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
     cost_f = (rt * (r - sr) / np.maximum(r, 1) + wt * (w - sw) / np.maximum(w, 1)) * hit
     return [finding(cfg, profile, "random-access", f"{pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
                     **file_cost(profile, fids, cost_f), evidence=ev,
-                    recommendation=f"{n_nonseq:,} accesses land before the previous one: sort requests by offset, "
-                    "read whole chunks in file order, or enable MPI-IO data sieving/collective buffering; for array "
-                    "data choose chunks that match the read pattern",
+                    facts={"backward_ops": n_nonseq},
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
 
 
@@ -123,8 +121,6 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
           "files": int(hit.sum())}
     return [finding(cfg, profile, "misaligned", f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
                     f"{fmt_bytes(a)} file-system blocks", **file_cost(profile, fids, cost_f), evidence=ev,
-                    recommendation=f"align request offsets and sizes to {fmt_bytes(a)} (HDF5: H5Pset_alignment(fapl, "
-                    f"{a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a multiple of it; or pad records)",
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
 
 
@@ -156,14 +152,6 @@ def _may_reread(profile: JobProfile, cfg: Config) -> bool:
     return bool(((size > 0) & (br >= c.redundant_min_bytes) & (br / np.maximum(size, 1) >= c.redundant_factor)).any())
 
 
-def _share_advice(profile: JobProfile) -> str:
-    kind = job_context(profile).kind
-    return {"dask": "load it once and share it (client.scatter, or .persist() the loaded array) instead of "
-                    "re-reading it in every task",
-            "mpi": "read it on one rank and MPI_Bcast it, or cache it in memory instead of re-reading",
-            }.get(kind, "read it once and keep it in memory (a cache) instead of re-reading it")
-
-
 def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
     c = cfg.access
     if not _may_reread(profile, cfg):
@@ -183,8 +171,7 @@ def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"files": int(hit.sum()), "bytes_read": float(br[hit].sum()), "file_bytes": float(size[hit].sum()),
           "read_amplification": float(br[hit].sum() / size[hit].sum()), "worst_file_amplification": float(factor[i]),
           "worst_file_readers": int(m.file_ranks[i])}
-    who = f"by {int(m.file_ranks[i])} processes" if m.file_ranks[i] > 1 else "by one process"
     return [finding(cfg, profile, "redundant-read", f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
                     f"({ev['read_amplification']:.1f}x)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
-                    recommendation=f"the worst file is read {factor[i]:.1f} times over {who}: " + _share_advice(profile),
+                    facts={"kind": job_context(profile).kind},
                     files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files))]

@@ -71,23 +71,16 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
         sev = "info"
     else:
         sev = "high" if lost else ("medium" if cnt else "low")
-    rec = []
-    if lines:
-        modmem = max(_pow2(mem / 2 ** 20 * 1.5), 8)
-        names = _pow2(max(len(profile.files) * 4 * 256 / 2 ** 20, 4))
-        conf = lines + ([f"MOD_ENABLE {','.join(dxt)}"] if dxt else []) + [f"MODMEM {modmem}", f"NAMEMEM {names}"]
-        rec.append("re-run with export DARSHAN_CONFIG_PATH=$PWD/darshan.conf, a file holding the lines: "
-                   + "; ".join(conf) + " (MAX_RECORDS has no environment variable; DARSHAN_MODMEM="
-                   + f"{modmem} DARSHAN_NAMEMEM={names} alone would not lift the record cap; iodiag run --darshan "
-                   "writes such a file itself)")
+    facts: dict = {}
+    if lines:  # the Darshan configuration that would have kept everything
+        facts["config_lines"] = lines + ([f"MOD_ENABLE {','.join(dxt)}"] if dxt else [])
+        facts["modmem_mib"] = max(_pow2(mem / 2 ** 20 * 1.5), 8)
+        facts["namemem_mib"] = _pow2(max(len(profile.files) * 4 * 256 / 2 ** 20, 4))
     if lost:
-        rec.append(f"{ev['logs_lost']} log(s) could not be read ({lost[0].path}: {lost[0].cause}); "
-                   "let processes exit normally (Dask: close the client/cluster; no SIGKILL) or recover mmap logs with darshan-convert")
-    other = [i for i in issues if i.kind not in _LOST and i.kind != "partial-module"]
-    if other:
-        rec.append("; ".join(f"{i.kind}: {i.cause}" for i in other[:3]))
+        facts["lost"] = {"path": lost[0].path, "cause": lost[0].cause}
+    facts["other_issues"] = [f"{i.kind}: {i.cause}" for i in issues if i.kind not in _LOST and i.kind != "partial-module"]
     what = ", ".join(partial) if partial else ", ".join(ev["issue_kinds"])
-    return [finding(cfg, profile, "partial-log", f"the log is incomplete ({what}): numbers are lower bounds", wall_s=None, evidence=ev, severity=sev, recommendation="; ".join(rec) or "no action needed",
+    return [finding(cfg, profile, "partial-log", f"the log is incomplete ({what}): numbers are lower bounds", wall_s=None, evidence=ev, severity=sev, facts=facts,
                     files=sorted({i.path for i in issues})[: cfg.report.top_files])]
 
 
@@ -105,9 +98,7 @@ def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     mods = ", ".join(profile.job.modules) or "none"
     return [finding(cfg, profile, "no-io", "no I/O recorded", wall_s=None, severity="info",
                     evidence={"processes": nprocs_of(profile),
-                              "runtime_s": profile.job.runtime_s, "modules": mods},
-                    recommendation="nothing to diagnose: the log holds no reads or writes (modules present: "
-                    f"{mods}); if the program did I/O, check that Darshan was preloaded and the files were not excluded")]
+                              "runtime_s": profile.job.runtime_s, "modules": mods})]
 
 
 def _io_time(profile: JobProfile) -> bool:
@@ -159,13 +150,7 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"stdio_bytes": float(b[st].sum()), "stdio_share_of_bytes": float(b[st].sum() / total),
           "stdio_ops": int(ops.sum()), "stdio_s": float(t.sum()), "mean_stdio_request_bytes": float(b[st].sum() / max(ops.sum(), 1)),
           "stdio_files": int(len(np.unique(lv["file_id"][st])))}
-    big = ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes
-    rec = (f"{pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
-           f"{fmt_bytes(ev['mean_stdio_request_bytes'])}): " + (
-               "requests are already large, so STDIO costs little here; switch to POSIX or MPI-IO only if several "
-               "processes share these files" if big else
-               "use POSIX read/write with large buffers or MPI-IO/HDF5; at least raise the stream buffer (setvbuf)"))
     return [finding(cfg, profile, "stdio-heavy", f"{pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
                     "move through STDIO streams", wall_s=wall_cost_of_rows(profile, row_cost), process_s=float(row_cost.sum()),
-                    evidence=ev, recommendation=rec,
+                    evidence=ev, facts={"large_requests": ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes},
                     files=top_files(profile, lv["file_id"][st], t, cfg.report.top_files))]

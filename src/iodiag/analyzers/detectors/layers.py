@@ -71,16 +71,10 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
         pairs, reads = _dxt_pairs(profile, m.file_ids[hit])
         ev.update(dxt_reads_rewritten_same_extent=pairs, dxt_posix_reads=reads)
     coll = float(pcol(profile, "MPI-IO", "MPIIO_COLL_WRITES", "f8")[upper].sum())
-    how = ("collective writes are used, so the aggregators sieve: align each rank's region to the stripe "
-           "(or set romio_ds_write=disable)" if coll else
-           "set romio_ds_write=disable (ROMIO_HINTS file or MPI_Info), or write collectively "
-           "(MPI_File_write_all / H5FD_MPIO_COLLECTIVE) so aggregators write whole stripes")
     pair_txt = (f"; {pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
                 "are rewritten at the same offset and length" if ev.get("dxt_posix_reads") else "")
     return [finding(cfg, profile, "read-modify-write",
                     f"{fmt_bytes(br)} read back from {int(hit.sum())} file(s) the program only writes "
                     f"(MPI-IO read {fmt_bytes(ev['mpiio_bytes_read'])}){pair_txt}",
-                    **file_cost(profile, m.file_ids, cost_f), evidence=ev,
-                    recommendation=f"the MPI-IO layer reads regions before writing them (data sieving / partial "
-                    f"blocks): {how}",
+                    **file_cost(profile, m.file_ids, cost_f), evidence=ev, facts={"collective_writes": bool(coll)},
                     files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files))]

@@ -17,16 +17,9 @@ from ...findings import Finding
 from ...profile import OP, JobProfile
 from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, metrics_of, pcol, std_file_ids
 from ._common import file_cost, finding, pct, top_files, top_procs
-from ._zarr import chunk_grids, merge_plan, path_kind
+from ._zarr import chunk_grids, path_kind
 
-_KIND_ADVICE = {
-    "python-import": "is Python importing modules (.py/.pyc/.so) from {fs}: install the "
-                     "environment on node-local disk or in a container/squashfs image, or pre-stage it",
-    "zarr-chunk": "is Zarr chunk files (an open, a temp file and a rename per chunk): use fewer, larger chunks "
-                  "or Zarr v3 sharding (see many-small-files)",
-    "netcdf-hdf5": "is NetCDF/HDF5 files being opened and queried: open each file once per process and reuse "
-                   "it; with xarray pass the opened Dataset to tasks instead of reopening per task",
-}
+KINDS = ("python-import", "zarr-chunk", "netcdf-hdf5")  # kinds of files whose metadata time is told apart
 
 _META_CODES = [OP[k] for k in ("open", "stat", "seek", "fsync", "readdir", "mkdir", "rename", "unlink")]
 
@@ -116,40 +109,27 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
           "metadata_s": m.meta_s, "read_write_s": m.rw_s, "metadata_time_share": share, "avg_rate_per_s": avg,
           "peak_rate_per_s": peak or None, "opens_per_data_op": opens_per_op,
           "max_opens_one_file_one_process": int(lv["opens"][own].max()) if own.any() else 0}
-    advice = []
+    facts: dict = {"data_ops": data_ops}
     if reopen.any():
         i = np.flatnonzero(reopen)[np.argmax(lv["opens"][reopen])]
-        path = profile.path_of().get(int(lv["file_id"][i]), "?")
-        advice.append(f"{path} is opened {int(lv['opens'][i])} times by process {int(lv['proc'][i])}: open it once "
-                      f"per process and reuse the handle (xarray: open_dataset once and pass the Dataset to tasks)")
+        facts["reopened"] = {"path": profile.path_of().get(int(lv["file_id"][i]), "?"), "opens": int(lv["opens"][i]),
+                             "process": int(lv["proc"][i])}
     if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
-        opened = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
-        if opened * 10 <= counts["opens"]:  # many opens of a few files: the files are not the problem
-            advice.append(f"{counts['opens']:,} opens of only {opened:,} file(s): each process opens the same file(s); "
-                          f"open once and share the handle (MPI-IO/HDF5 collective open, or one opener per node)")
-        else:
-            advice.append(f"{counts['opens']:,} opens for {data_ops:,} accesses: each file is opened for about one "
-                          f"access; write fewer, larger files (consolidate, Zarr sharding, HDF5 container)")
-    if counts["stats"] >= c.min_ops:
-        advice.append(f"{counts['stats']:,} stat calls: cache existence/size checks instead of asking the file system")
-    if counts["seeks"] >= c.min_ops:
-        advice.append(f"{counts['seeks']:,} seeks: use pread/pwrite with explicit offsets")
-    if counts["fsyncs"] >= c.min_ops // 10:
-        advice.append(f"{counts['fsyncs']:,} fsync calls: sync once per file at the end")
+        facts["opened_files"] = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
+    facts["many"] = {k: counts[k] >= (c.min_ops // 10 if k == "fsyncs" else c.min_ops) for k in ("stats", "seeks", "fsyncs")}
     meta_f = group_sum(m.file_idx, lv["meta_s"], len(m.file_ids))
     kinds = np.array([path_kind(x) for x in file_paths(profile)[0].tolist()], dtype=object)
-    for kind, text in _KIND_ADVICE.items():
+    facts["kinds"] = []  # (kind, its share of the metadata time, files, file system), in the order advice lists them
+    for kind in KINDS:
         k_s = float(meta_f[kinds == kind].sum())
         if m.meta_s > 0 and k_s >= 0.3 * m.meta_s:
             ev[f"{kind}_metadata_s"] = k_s
             fst = profile.files["fs_type"][np.isin(profile.files["file_id"], m.file_ids[kinds == kind])]
             fs_name = max(set(fst.tolist()), key=fst.tolist().count) if len(fst) else ""
-            text = text.replace("{fs}", f"{fs_name or 'the file system'}")
-            advice.insert(0, f"{pct(k_s / m.meta_s)} of the metadata time ({int((kinds == kind).sum()):,} files) {text}")
-    if not advice:
-        advice.append("reduce open/stat traffic: keep files open, avoid per-op existence checks")
+            facts["kinds"].insert(0, {"kind": kind, "share": k_s / m.meta_s, "files": int((kinds == kind).sum()),
+                                      "fs": fs_name})
     return [finding(cfg, profile, "metadata-storm", "metadata storm: " + "; ".join(reasons),
-                    **file_cost(profile, m.file_ids, meta_f), evidence=ev, recommendation="; ".join(advice),
+                    **file_cost(profile, m.file_ids, meta_f), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
                     processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), lv["meta_s"], m.nprocs), cfg.report.top_processes))]
 
@@ -188,17 +168,15 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
         return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
                         f"({fmt_bytes(total)} in total), chunk files of {len(grids)} Zarr array(s)",
                         **file_cost(profile, m.file_ids, cost_f), evidence={**ev, **_zarr_evidence(grids, c.zarr_chunk_bytes)},
-                        recommendation=_zarr_advice(grids, c.zarr_chunk_bytes),
+                        facts={"zarr_grids": grids, "target_chunk_bytes": c.zarr_chunk_bytes,
+                               "wrote": bool(fs["bytes_written"][small].sum() > 0)},
                         files=top_files(profile, m.file_ids, np.where(small, fs["meta_s"] + 1e-12, 0), cfg.report.top_files))]
-    how = (f"pack them into fewer files (HDF5/NetCDF container, Zarr with sharding, or an archive) of up to "
-           f"{fmt_bytes(c.target_chunk_bytes)}, ~{k:,} of today's files each")
-    rec = (f"{int(small.sum()):,} files averaging {fmt_bytes(mean)} (median {fmt_bytes(float(np.median(sizes)))}), "
-           f"most in {top_dir} ({top_n:,}): {how}; expected files {int(small.sum()):,} -> {after:,} "
-           f"(opens -{pct(1 - after / small.sum())})")
+    facts = {"small_files": int(small.sum()), "top_directory": top_dir, "target_file_bytes": c.target_chunk_bytes,
+             "files_per_target": k, "files_after": after}
     w = np.where(small, fs["meta_s"] + fs["read_s"] + fs["write_s"] + 1e-12, 0)
     return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
                     f"({fmt_bytes(total)} in total)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
-                    recommendation=rec, files=top_files(profile, m.file_ids, w, cfg.report.top_files))]
+                    facts=facts, files=top_files(profile, m.file_ids, w, cfg.report.top_files))]
 
 
 def _dirname(path: str) -> str:
@@ -213,16 +191,3 @@ def _zarr_evidence(grids: dict, target: float) -> dict:
     return {"zarr_arrays": len(grids), "zarr_chunk_files": int(sum(a["chunks"] for a in grids.values())),
             "largest_array": name, "largest_array_chunk_grid": list(g["grid"]),
             "largest_array_mean_chunk_bytes": g["mean_chunk_bytes"]}
-
-
-def _zarr_advice(grids: dict, target: float) -> str:
-    parts, before, after = [], 0, 0
-    for name, g in sorted(grids.items(), key=lambda kv: -kv[1]["chunks"]):
-        factors, new_bytes, files = merge_plan(g["grid"], g["mean_chunk_bytes"], target)
-        before, after = before + g["chunks"], after + files
-        if len(parts) < 2:
-            dims = " and ".join(f"x{f} along dimension {d} ({g['grid'][d]} chunks)" for d, f in enumerate(factors) if f > 1)
-            parts.append(f"{name.rsplit('/', 1)[-1]}: chunk grid {tuple(g['grid'])} of ~{fmt_bytes(g['mean_chunk_bytes'])} "
-                         f"per chunk file; rechunk {dims or 'not needed'} -> ~{fmt_bytes(new_bytes)} per chunk")
-    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{pct(1 - after / max(before, 1))}), "
-            "or keep the chunks and group them with Zarr v3 sharding (ShardingCodec) so one file holds many chunks")

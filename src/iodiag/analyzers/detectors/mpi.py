@@ -13,7 +13,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import (col, file_paths, fmt_bytes, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
+from ..metrics import (col, file_paths, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
                        nprocs_of, on_parallel_fs, ops_procs_per_file)
 from ._common import file_cost, finding, top_files
 
@@ -94,10 +94,8 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
     return [finding(cfg, profile, "shared-file-contention", f"{int(hit.sum())} file(s) written by up to {int(ranks[hit].max())} "
                     "processes without MPI-IO collective coordination", **file_cost(profile, m.file_ids, cost_f),
                     evidence=ev, files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files),
-                    recommendation=f"{int(ranks[i])} processes write {fmt_bytes(fs['bytes_written'][i])} to one file in "
-                    f"{int(fs['writes'][i]):,} uncoordinated writes (mean {fmt_bytes(ev['mean_write_bytes'])}): use MPI-IO "
-                    "collective writes (MPI_File_write_all / HDF5 H5FD_MPIO_COLLECTIVE), give each writer stripe-aligned "
-                    "disjoint regions, or write one file per process/node")]
+                    facts={"worst_writers": int(ranks[i]), "worst_bytes_written": float(fs["bytes_written"][i]),
+                           "worst_writes": int(fs["writes"][i])})]
 
 
 def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
@@ -124,7 +122,4 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     # MPI-IO time includes the POSIX time below it: spread over the processes like that POSIX time
     return [finding(cfg, profile, "no-collective-io", f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
                     f"file(s), {int(coll[hit].sum()):,} collective", **file_cost(profile, fids, cost_f),
-                    evidence=ev, files=top_files(profile, fids, cost_f + 1e-12 * hit, cfg.report.top_files),
-                    recommendation="switch to collective calls (MPI_File_read_all/write_all; HDF5 "
-                    "H5Pset_dxpl_mpio(H5FD_MPIO_COLLECTIVE); PnetCDF *_all) so ROMIO aggregates the "
-                    f"{int(indep[hit].sum()):,} requests into large contiguous ones (tune cb_nodes/cb_buffer_size)")]
+                    evidence=ev, files=top_files(profile, fids, cost_f + 1e-12 * hit, cfg.report.top_files))]

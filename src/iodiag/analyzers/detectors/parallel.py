@@ -88,16 +88,7 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
     return [finding(cfg, profile, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
                     f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", wall_s=wall, evidence=ev, files=files,
                     processes=[int(p) for p in procs[: cfg.report.top_processes]],
-                    recommendation=f"process {worst} spends most of its time in {what} on {files[0] if files else 'its files'}"
-                    f"; it moves no more data than its peers, so look at where it runs: "
-                    + (f"{ost['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ost['suspect_ost']} "
-                       f"(vs {ost['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
-                       "away from it (lfs setstripe -o); " if ost else
-                       f"all stragglers ran on {ev['stragglers_host']}: check that node; " if "stragglers_host" in ev else
-                       "check its node and storage target; ")
-                    + (f"the stragglers' last read/write ended at {ev['stragglers_last_data_op_end_s']:.1f} s into the job vs "
-                       f"{ev['median_last_data_op_end_s']:.1f} s for the median process; " if "median_last_data_op_end_s" in ev else "")
-                    + f"the job waits ~{x[worst] - med:.1f} s for it")]
+                    facts={"worst": worst, "what": what, "file": files[0] if files else None})]
 
 
 def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) -> dict:
@@ -185,20 +176,14 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
           "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
           "max_io_s": float(t.max()), "median_io_s": median(t)}
-    note = ""
+    facts: dict = {"collective": False}
     mp = profile.module("MPI-IO")
     if mp is not None:
         mb = col(mp, "MPIIO_BYTES_READ", "f8") + col(mp, "MPIIO_BYTES_WRITTEN", "f8")
-        if (mp["rank"] < 0).any() or mb.sum() == 0:
-            note = ""
-        else:
+        if not ((mp["rank"] < 0).any() or mb.sum() == 0):
             per = group_sum(mp["proc"], mb, m.nprocs)[: m.nprocs]
             ev["mpiio_max_over_median"] = float(per.max() / max(median(per), 1))
-        coll = col(mp, "MPIIO_COLL_WRITES").sum() + col(mp, "MPIIO_COLL_READS").sum()
-        if coll:
-            note = (" MPI-IO collective calls are present, so POSIX traffic concentrates on the collective-buffering "
-                    "aggregators: raise their number (cb_nodes / romio_cb_write, one per OST or node) and stripe the "
-                    "file over more OSTs;")
+        facts["collective"] = bool(col(mp, "MPIIO_COLL_WRITES").sum() + col(mp, "MPIIO_COLL_READS").sum())
     heavy_sorted = heavy[np.argsort(-b[heavy])]
     lv = m.level
     mine, w = _rows_of(profile, int(heavy_sorted[0]))
@@ -211,17 +196,13 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
         sc = lus["stripe_count"][lus["file_id"] == fid] if fid is not None else []
         if len(sc):
             ev["top_file_stripe_count"] = int(sc.max())
-            if int(sc.max()) < 8:
-                note += f" {files[0]} has a Lustre stripe count of {int(sc.max())}: stripe it wider (lfs setstripe -c 8 or more);"
-            else:  # already wide: striping is not what concentrates the bytes
-                note += f" {files[0]} is already striped over {int(sc.max())} OSTs, so the imbalance is in how the data is divided;"
+            facts["top_file"] = files[0]
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
     return [finding(cfg, profile, "rank-imbalance", f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
                     wall_s=float(t.max() - median(t)), evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
-                    recommendation=f"spread the I/O:{note} give every process a similar share of the data "
-                    f"(today {len(heavy)} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")]
+                    facts=facts)]
 
 
 def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
@@ -252,13 +233,10 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         if not len(idle):
             return []
         n = int(eligible.sum())
-        active = n - len(idle)
         io_wall = time_model_of(profile).io_wall_s
         cost = io_wall * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
               "data_ops_on_active": int(per.sum()), "critical_io_s": io_wall}
         return [finding(cfg, profile, "inactive-ranks", f"{len(idle)} of {n} processes issue no {mod} reads or writes",
-                        wall_s=cost, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]],
-                        recommendation=f"only {active} of {n} processes move data at the {mod} level: distribute "
-                        f"the data over all ranks (or run with {active} processes and save {len(idle)} idle ones)")]
+                        wall_s=cost, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]])]
     return []

@@ -19,7 +19,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import fmt_bytes, metrics_of
+from ..metrics import metrics_of
 from ..tasktime import dask_time_of
 from ._common import finding
 
@@ -59,10 +59,8 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
     # each process of the worst run waits ``lost`` seconds more than the base bandwidth needs: wall seconds of it
     return [finding(cfg, w[6], "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
                     f"{base[0]} to {w[0]} " + ("workers" if len(w[6].tasks) else "processes"), wall_s=lost, process_s=lost * w[0], evidence=ev,
-                    recommendation=why + f"at {w[0]} {'workers' if len(w[6].tasks) else 'processes'} each moves {fmt_bytes(w[1])} at {fmt_bytes(w[3])}/s against "
-                    f"{fmt_bytes(base[3])}/s at {base[0]}: the shared storage saturates or the processes contend; "
-                    "aggregate (fewer writers: collective I/O, one writer per node), stripe wider, or cap the "
-                    f"process count near the last efficient run")]
+                    facts={"why": why, "unit": "workers" if len(w[6].tasks) else "processes",
+                           "worst_bandwidth": w[3], "base_bandwidth": base[3]})]
 
 
 def _workers(p: JobProfile) -> int:

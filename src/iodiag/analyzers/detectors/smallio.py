@@ -18,7 +18,7 @@ from ...profile import JobProfile
 from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist, std_file_ids,
                        small_bucket_count)
 from ..context import job_context
-from ._common import file_cost, finding, pct, top_files, top_procs
+from ._common import file_cost, finding, top_files, top_procs
 
 
 def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
@@ -90,64 +90,11 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     if pat:
         pat["dxt_complete"] = m.dxt_complete  # a partial trace is a sample: its counts are lower bounds
     ev.update(pat)
-    ev["_python"] = job_context(profile).python  # advice in the program's own terms (dropped from the evidence)
     procs = group_sum(np.clip(t["proc"][rows], 0, None), (sr + sw)[rows].astype("f8"), m.nprocs)
     top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
     if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
         ev["array_file"] = top[0]
     return [finding(cfg, profile, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
-                    **file_cost(profile, fids, cost_f * hit), evidence={k: v for k, v in ev.items() if k != "_python"},
-                    recommendation=_advice(ev, pat, n_small, c.buffer_bytes),
+                    **file_cost(profile, fids, cost_f * hit), evidence=ev,
+                    facts={"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes},
                     files=top, processes=top_procs(procs, cfg.report.top_processes))]
-
-
-def _advice(ev: dict, pat: dict, n_small: int, buf: int) -> str:
-    """Advice per pattern; from the DXT trace when there is one, and from the counters for what a partial
-    trace did not see (e.g. reads issued after the trace buffer filled)."""
-    counters = dict(base=n_small, consec=ev["consecutive_ops_counter"], strided=ev["strided_ops_counter"],
-                    stride=ev["top_stride_gap_bytes"], what="gap between accesses")
-    parts: dict[str, str] = {}
-    if pat:
-        trace = dict(base=pat["dxt_small_ops"], consec=pat["consecutive_ops"], strided=pat["strided_ops"],
-                     stride=pat["stride_bytes"], what="offset step", same=pat["same_offset_ops"],
-                     before=pat["ops_in_consecutive_runs"], after=pat["requests_after_buffering"])
-        _parts(trace, ev, buf, parts)
-    if not pat or not pat.get("dxt_complete", True):
-        _parts(counters, ev, buf, parts, random=not pat)  # counters cannot tell re-reads from random ones
-    lead = (f"(DXT kept {pat['dxt_small_ops']:,} of {n_small:,} small ops; the rest is from counters) "
-            if pat and not pat.get("dxt_complete", True) else "")
-    if not parts:
-        parts["random"] = f"{n_small:,} small ops show no sequential or strided pattern: aggregate them (MPI-IO " \
-                          "collective buffering, a read cache, or larger chunks)"
-    return lead + "; ".join(parts.values())
-
-
-def _parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) -> None:
-    base = max(n["base"], 1)
-    if n["consec"] >= 0.2 * base and "consec" not in parts:
-        gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({pct(1 - n['after'] / max(n['before'], 1))} "
-                "fewer)" if n.get("after") else "")
-        how = (f"open(..., buffering={buf})" if ev.get("_python") else f"a {fmt_bytes(buf)} buffer (setvbuf, or "
-               "gather the pieces in memory)")
-        parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them ({how}, or write "
-                           f"whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
-    if n["strided"] >= 0.2 * base and "strided" not in parts:
-        parts["strided"] = (f"{n['strided']:,} small ops step through the file at a constant {n['what']} of {n['stride']:,} B "
-                            "(strided, not random): read the whole strided region in large blocks and slice in memory, "
-                            f"or rechunk/relayout so the fields read together are contiguous; each {n['stride']:,} B step "
-                            "now costs one request")
-        if ev.get("array_file"):
-            how = ("request many steps at once (larger Dask chunks along that dimension, e.g. "
-                   "open_dataset(chunks={'time': 24}))" if ev.get("_python") else
-                   "read or write many steps per call (a larger hyperslab / start-count along that dimension)")
-            parts["strided"] += (f"; {ev['array_file']} is NetCDF/HDF5: a {n['stride']:,} B step is one record/slab of the "
-                                 f"variable, so each step is a separate request; {how} or rechunk the file "
-                                 "(nccopy -c / h5repack -l)")
-    if n.get("same", 0) >= 0.2 * base and "same" not in parts:
-        parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again, typical "
-                         "of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
-                         "H5Pset_meta_block_size, or open the file once per process)")
-    rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0)
-    if random and rnd >= 0.2 * base and "random" not in parts:
-        parts["random"] = (f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO "
-                           "collective buffering, a read cache, or larger chunks)")

@@ -8,22 +8,18 @@ The cost is the straggler's excess over the median; its share is taken of the
 task stream's makespan, since that is the wall time the graph waits.
 
 task-overhead: many short tasks, whose worker threads wait between tasks for a large share of their time
-(analyzers/tasktime.py); the advice is a chunk shape of ~100 MB computed from the arrays' own metadata.
+(analyzers/tasktime.py); recommend/rules.py turns the arrays' own metadata into a chunk shape of ~100 MB.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import fmt_bytes
 from ..tasktime import dask_time_of, task_stragglers
 from ._common import finding
-from ._zarr import rechunk_plan
 
 
 def _cause(dt, key: str, peers, dur: float, ev: dict) -> str | None:
@@ -70,18 +66,12 @@ def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
               "mad_task_s": mad, "slowest_task_s": float(dur[worst]), "slowest_key": str(keys[worst]),
               "slowest_worker": str(t["worker"][first[worst]]), "workers_of_stragglers": int(len(workers)),
               "makespan_s": makespan}
-        where = (f"all {len(idx)} on worker {workers[0]}: check that worker's host/disk/memory (spilling)"
-                 if len(workers) == 1 and len(idx) > 1 else
-                 "spread over workers, so the data is the likely cause: look for an oversized or remote chunk")
         cause = _cause(dt, keys[worst], keys[sel], dur[worst], ev)
-        if cause:
-            where = cause
         out.append(finding(
             cfg, profile, "straggler-task", f"{len(idx)} '{p}' task(s) run far longer than their {len(sel)} peers "
             f"(slowest {dur[worst]:.2f} s vs median {med:.2f} s)", wall_s=float(dur[worst] - med),
             evidence=ev, processes=sorted({int(x) for x in t["pid"][first[idx]] if int(x) >= 0})[: cfg.report.top_processes],
-            recommendation=f"task {keys[worst]} took {dur[worst]:.2f} s against a median of {med:.2f} s ({where}); "
-            "split its input into smaller chunks so no single task dominates, and let work stealing rebalance"))
+            facts={"cause": cause, "one_worker": workers[0] if len(workers) == 1 and len(idx) > 1 else None}))
     return out
 
 
@@ -99,24 +89,9 @@ def detect_task_overhead(profile: JobProfile, cfg: Config) -> list[Finding]:
           "between_tasks_share_of_task_span": between, "between_tasks_share_of_run": dt.share("between_tasks"), "task_compute_share": dt.share("task_compute"),
           "task_io_share": dt.share("task_io"), "between_tasks_thread_s": dt.split_s["between_tasks"]}
     arrays = [a for a in profile.job.arrays if a["nchunks"] > 1]
-    if arrays:
+    if arrays:  # the array the tasks cut: recommend/ plans its chunks from this metadata
         a = arrays[0]
-        # ~target bytes per chunk, but at least two chunks per worker thread so every thread keeps working
-        total = math.prod(a["shape"]) * a["itemsize"]
-        target = min(c.target_chunk_bytes, max(total / (2 * max(dt.threads, 1)), a["chunk_bytes"]))
-        new = rechunk_plan(a["shape"], a["chunks"], a["itemsize"], target)
-        dims = a["dims"] or [f"dim_{i}" for i in range(len(new))]
-        change = {d: n for d, n, o in zip(dims, new, a["chunks"]) if n != o}
-        size = math.prod(new) * a["itemsize"]
-        ev.update(array=a["path"], array_shape=a["shape"], chunks_now=a["chunks"], chunk_bytes_now=a["chunk_bytes"],
-                  chunks_recommended=new, chunk_bytes_recommended=size)
-        rec = (f"{a['path'].rsplit('/', 1)[-1]} {tuple(a['shape'])} is cut into {a['nchunks']:,} chunks of "
-               f"{fmt_bytes(a['chunk_bytes'])}: use chunks of ~{fmt_bytes(size)}, e.g. chunks={change} "
-               f"(xarray: ds.chunk({change}) before to_zarr, or open_dataset(..., chunks={change})), "
-               f"~{math.prod(-(-s // n) for s, n in zip(a['shape'], new)):,} tasks instead of {dt.tasks:,}")
-    else:
-        rec = (f"{dt.tasks:,} tasks of median {dt.task_median_s * 1000:.1f} ms: use fewer, larger chunks "
-               f"(~{fmt_bytes(c.target_chunk_bytes)} each) so each task does enough work to outweigh its scheduling")
+        ev.update(array=a["path"], array_shape=a["shape"], chunks_now=a["chunks"], chunk_bytes_now=a["chunk_bytes"])
     return [finding(cfg, profile, "task-overhead", f"{dt.tasks:,} short tasks (median {dt.task_median_s * 1000:.1f} ms):"
                     f" worker threads wait between tasks {100 * between:.0f} % of the time tasks run", wall_s=wall,
-                    evidence=ev, recommendation=rec)]
+                    evidence=ev, facts={"array": arrays[0] if arrays else None})]

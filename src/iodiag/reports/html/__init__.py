@@ -48,6 +48,9 @@ def environment():
         env.filters["hbytes"] = P.human_bytes
         env.filters["fmtnum"] = fmt_number
         env.filters["fmtval"] = fmt_value
+        from ..advice import gain_text
+
+        env.filters["gain"] = gain_text
         env.globals["version"] = __version__
         _ENV = env
     return _ENV
@@ -254,6 +257,7 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
         "job": profile.job,
         "summary": _summary(profile),
         "findings": fdicts,
+        "recommendations": (report or {}).get("recommendations") or [],
         "volumes": vol.rows(),
         "top_files": top.rows(),
         "n_files": len(ft),

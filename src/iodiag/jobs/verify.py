@@ -1,0 +1,328 @@
+"""``iodiag verify``: re-run a recorded workload as it was and with changed settings, interleaved, and measure.
+
+A job recorded by ``iodiag run`` keeps its command, working folder and the environment variables that matter
+(``job.json``).  :func:`plan_verify` turns that command plus plain settings (command-line flags and environment
+variables to change, shell commands to run once before: e.g. making a rechunked copy of a store) into the two
+commands to compare; :func:`run_verify` runs them A B A B ... (``reps`` each, so drifting load hits both
+alike), times each run (wall seconds, CPU seconds of the process tree, and the workload's own timed section when
+it writes an iodiag results record), and :func:`speedup_band` turns paired runs into a speedup with a confidence
+band against the run-to-run noise.
+
+This module knows nothing of recommendations: it takes settings as data.  Runs go without a collector (no
+Darshan, no Dask capture), so what is measured is the workload, not the instrumentation.  Outputs a known iodiag
+workload writes (``--dst``/``--out``) go to scratch paths next to the original (same file system) and are removed
+afterwards; a foreign script's outputs are rewritten as the script decides (said in the notes).  Nothing here
+prints; ``progress`` is called after each run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import UsageError
+from .store import JobRecord
+
+SCHEMA = "iodiag.verify/1"
+MIN_REPS = 2
+OUTPUT_PARAMS = ("dst", "out")  # iodiag workload parameters naming what the run writes
+_DROP_ENV = re.compile(r"^(DARSHAN_\w+|DXT_\w+|IODIAG_\w+|LD_PRELOAD|DASK_DISTRIBUTED__CLIENT__PRELOAD|"
+                       r"DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__\w+)$")
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+@dataclass(frozen=True)
+class WorkloadCommand:
+    """A recorded command, read as a workload with parameters."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]  # recorded variables worth re-applying (collector variables dropped)
+    workload: str | None  # "convert" / "read" / "gen" for iodiag's own workloads, else None
+    params: Mapping[str, Any]  # parameter name -> value as the command line gave it
+    start: int  # index in argv where the workload's own arguments start
+
+
+def _iodiag_workload(argv: Sequence[str]) -> tuple[str | None, int]:
+    """("convert", index of its first argument) for ``python -m iodiag.workloads.convert ...`` or
+    ``iodiag workload convert ...``; (None, index after the program) otherwise."""
+    for i, a in enumerate(argv):
+        if a == "-m" and i + 1 < len(argv) and argv[i + 1].startswith("iodiag.workloads."):
+            return argv[i + 1].rsplit(".", 1)[-1], i + 2
+        if a == "workload" and i + 1 < len(argv) and i > 0 and "iodiag" in argv[i - 1]:
+            return argv[i + 1], i + 2
+    # python script.py args / ./app args: the arguments start after the script (or the program)
+    for i, a in enumerate(argv):
+        if a.endswith(".py"):
+            return None, i + 1
+    return None, 1
+
+
+def parse_params(argv: Sequence[str]) -> tuple[str | None, dict[str, Any], int]:
+    """(workload, parameters, start) of a command line: ``--name value`` / ``--name=value`` / ``--flag``."""
+    workload, start = _iodiag_workload(argv)
+    params: dict[str, Any] = {}
+    args = list(argv[start:])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--") and len(a) > 2:
+            if "=" in a:
+                k, v = a[2:].split("=", 1)
+                params[k.replace("-", "_")] = v
+            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+                params[a[2:].replace("-", "_")] = args[i + 1]
+                i += 1
+            else:
+                params[a[2:].replace("-", "_")] = True
+        i += 1
+    return workload, params, start
+
+
+def command_of(record: JobRecord) -> WorkloadCommand:
+    """The job's command as a workload; a job without a recorded command is a usage error."""
+    argv = record.data.get("command") or []
+    if not argv:
+        raise UsageError(f"job {record.id} has no recorded command ({record.path / 'job.json'})",
+                         hint="verify re-runs a workload recorded by `iodiag run`; run it that way first")
+    env = {k: str(v) for k, v in (record.data.get("env") or {}).items() if not _DROP_ENV.match(k)}
+    workload, params, start = parse_params(argv)
+    return WorkloadCommand(tuple(argv), str(record.data.get("cwd") or os.getcwd()), env, workload, params, start)
+
+
+def _known_flags(workload: str) -> dict[str, str]:
+    """flag -> parameter name of an iodiag workload (its PARAMS)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"iodiag.workloads.{workload}")
+    except ImportError:
+        return {}
+    return {p.flag: p.name for p in getattr(mod, "PARAMS", ())}
+
+
+def _help_mentions(cmd: WorkloadCommand, flag: str, env: Mapping[str, str]) -> bool:
+    """Whether the script's ``--help`` names ``flag`` (a foreign script, flag not on its recorded command line)."""
+    try:
+        r = subprocess.run(list(cmd.argv[: cmd.start]) + ["--help"], cwd=cmd.cwd, env=dict(env), capture_output=True,
+                           text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return re.search(rf"(^|[\s,\[]){re.escape(flag)}([\s=,\]]|$)", r.stdout + r.stderr, re.M) is not None
+
+
+def _with_flag(argv: list[str], start: int, flag: str, value: Any) -> list[str]:
+    out = list(argv)
+    for i in range(start, len(out)):
+        if out[i] == flag:
+            if value is True:
+                return out
+            if i + 1 < len(out) and not out[i + 1].startswith("--"):
+                out[i + 1] = str(value)
+            else:
+                out.insert(i + 1, str(value))
+            return out
+        if out[i].startswith(flag + "="):
+            out[i] = f"{flag}={value}"
+            return out
+    return out + ([flag] if value is True else [flag, str(value)])
+
+
+@dataclass
+class VerifyPlan:
+    job: str
+    before: list[str]
+    after: list[str]
+    cwd: str
+    env_before: dict[str, str]
+    env_after: dict[str, str]
+    prepare: list[str]  # shell commands run once before the timed runs
+    scratch: list[Path]  # outputs to remove afterwards
+    results_record: bool  # the workload writes an iodiag results record (its own timed section)
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | None = None,
+                env: Mapping[str, str] | None = None, prepare: Sequence[str] = (),
+                base_env: Mapping[str, str] | None = None) -> VerifyPlan:
+    """The two commands to compare.  ``args``: flag -> value (``{"--chunks": "24,10,90,180"}``); ``env``:
+    variable -> value; ``prepare``: shell commands run once, before the timed runs.  A flag the workload does not
+    take is a usage error naming the flags it does take."""
+    args, env = dict(args or {}), dict(env or {})
+    if not args and not env:
+        raise UsageError(f"nothing to verify for job {job}: no setting to change",
+                         hint="give --set name=value, or verify a job whose recommendation is a flag or variable")
+    base = {k: v for k, v in (base_env if base_env is not None else os.environ).items() if not _DROP_ENV.match(k)}
+    base.update(cmd.env)
+    before = list(cmd.argv)
+    known = _known_flags(cmd.workload) if cmd.workload else {}
+    for flag in args:
+        if not flag.startswith("--"):
+            raise UsageError(f"setting {flag!r} is not a command-line flag", hint="flags start with --, e.g. --chunks")
+        name = flag[2:].replace("-", "_")
+        if cmd.workload:
+            if flag not in known:
+                raise UsageError(f"the workload iodiag.workloads.{cmd.workload} takes no {flag}",
+                                 hint="its flags: " + " ".join(sorted(known)))
+        elif name not in cmd.params and not _help_mentions(cmd, flag, base):
+            raise UsageError(f"{shlex.join(cmd.argv[: cmd.start])} does not take {flag} (not on its recorded "
+                             "command line, not in its --help)",
+                             hint="verify a setting the script exposes as an argument, or as an environment variable "
+                                  "with --set NAME=value")
+    after = list(before)
+    for flag, value in args.items():
+        after = _with_flag(after, cmd.start, flag, value)
+    scratch: list[Path] = []
+    notes: list[str] = []
+    if cmd.workload:
+        for name in OUTPUT_PARAMS:
+            flag = "--" + name
+            if name in cmd.params and flag in known:
+                orig = Path(cmd.cwd, str(cmd.params[name]))
+                a, b = (orig.with_name(orig.name + f".verify-{s}{orig.suffix}") for s in ("before", "after"))
+                before, after = _with_flag(before, cmd.start, flag, str(a)), _with_flag(after, cmd.start, flag, str(b))
+                scratch += [a, b]
+                notes.append(f"the runs write {flag} to scratch copies next to {orig} (removed afterwards)")
+    else:
+        notes.append("the runs re-execute the script as recorded: files it writes are rewritten by each run")
+    env_after = {**base, **{k: str(v) for k, v in env.items()}}
+    return VerifyPlan(job=job, before=before, after=after, cwd=cmd.cwd, env_before=base, env_after=env_after,
+                      prepare=list(prepare), scratch=scratch, results_record=cmd.workload is not None, notes=notes)
+
+
+@dataclass
+class Run:
+    side: str  # "before" / "after"
+    rep: int
+    wall_s: float
+    cpu_s: float
+    workload_s: float | None
+    exit_code: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"side": self.side, "rep": self.rep, "wall_s": round(self.wall_s, 6), "cpu_s": round(self.cpu_s, 6),
+                "workload_s": None if self.workload_s is None else round(self.workload_s, 6),
+                "exit_code": self.exit_code}
+
+
+def _workload_seconds(path: Path) -> float | None:
+    """The workload's own timed section from its results record: convert/gen ``timings_s.total``, read the sum
+    of its patterns' median seconds."""
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    t = (rec.get("timings_s") or {}).get("total")
+    if t is not None:
+        return float(t)
+    pats = rec.get("patterns") or {}
+    vals = [p.get("total_s") for p in pats.values() if isinstance(p, dict) and p.get("total_s") is not None]
+    return float(sum(vals)) if vals else None
+
+
+def _run_once(argv: list[str], cwd: str, env: dict[str, str], results: Path | None, timeout_s: float,
+              log: Path) -> tuple[float, float, float | None, int]:
+    env = dict(env)
+    if results is not None:
+        results.unlink(missing_ok=True)
+        env["IODIAG_RESULTS"] = str(results)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with open(log, "ab") as out:
+        try:
+            p = subprocess.run(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s,
+                               check=False)
+            code = p.returncode
+        except subprocess.TimeoutExpired:
+            code = -9
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, _workload_seconds(results) if results is not None and code == 0 else None, code
+
+
+@dataclass
+class VerifyRuns:
+    plan: VerifyPlan
+    runs: list[Run]
+    prepare_s: list[float]
+    log: str
+
+
+def run_verify(plan: VerifyPlan, *, reps: int = 5, timeout_s: float = 3600.0,
+               progress: Callable[[int, int], None] | None = None) -> VerifyRuns:
+    """Prepare once, then run before/after interleaved ``reps`` times each; a failed run stops with an error
+    naming the command and the log of its output."""
+    if reps < MIN_REPS:
+        raise UsageError(f"--reps {reps}: at least {MIN_REPS} repetitions per side are needed for a band",
+                         hint="use --reps 5 or more")
+    work = Path(tempfile.mkdtemp(prefix="iodiag-verify-"))
+    log = work / "runs.log"
+    prep_s = []
+    try:
+        for cmd in plan.prepare:
+            if cmd.startswith("iodiag "):  # the iodiag of this Python, whatever is on PATH
+                cmd = shlex.quote(sys.executable) + " -m iodiag " + cmd[len("iodiag "):]
+            t0 = time.perf_counter()
+            with open(log, "ab") as out:
+                p = subprocess.run(cmd, shell=True, cwd=plan.cwd, env=plan.env_after, stdout=out,
+                                   stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+            prep_s.append(time.perf_counter() - t0)
+            if p.returncode:
+                raise UsageError(f"preparing the changed layout failed (exit {p.returncode}): {cmd}",
+                                 hint=f"see {log}")
+        runs: list[Run] = []
+        total = 2 * reps
+        for i in range(reps):
+            for side, argv, env in (("before", plan.before, plan.env_before), ("after", plan.after, plan.env_after)):
+                res = work / f"{side}-{i}.json" if plan.results_record else None
+                wall, cpu, wl, code = _run_once(argv, plan.cwd, env, res, timeout_s, log)
+                if code != 0:
+                    raise UsageError(f"the {side} run {i + 1} of job {plan.job} failed (exit {code}): "
+                                     f"{shlex.join(argv)}", hint=f"its output is in {log}")
+                runs.append(Run(side, i, wall, cpu, wl, code))
+                if progress is not None:
+                    progress(len(runs), total)
+        return VerifyRuns(plan, runs, prep_s, str(log))
+    finally:
+        for p in plan.scratch:
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def speedup_band(before: Sequence[float], after: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
+    """Speedup (before / after) of paired runs, with a t-interval on the mean log ratio, and the run-to-run
+    noise of each side (the standard deviation of its log times, as a ± share)."""
+    if confidence != 0.95:
+        raise UsageError("only 95 % bands are computed")
+    n = min(len(before), len(after))
+    if n < MIN_REPS or min(before[:n] + after[:n]) <= 0:
+        raise UsageError("a speedup band needs at least two positive times per side")
+    r = [math.log(b / a) for b, a in zip(before[:n], after[:n])]
+    mean = statistics.fmean(r)
+    sd = statistics.stdev(r) if n > 1 else 0.0
+    t = _T975[min(n - 1, len(_T975)) - 1] if n - 1 <= len(_T975) else 1.96
+    half = t * sd / math.sqrt(n)
+
+    def noise(xs: Sequence[float]) -> float:
+        lx = [math.log(x) for x in xs]
+        return math.expm1(statistics.stdev(lx)) if len(lx) > 1 else 0.0
+
+    low, high = math.exp(mean - half), math.exp(mean + half)
+    verdict = ("faster" if low > 1 else "slower" if high < 1 else "no measurable change")
+    return {"estimate": math.exp(mean), "low": low, "high": high, "confidence": confidence, "pairs": n,
+            "median_before_s": statistics.median(before), "median_after_s": statistics.median(after),
+            "noise_before": noise(before), "noise_after": noise(after), "verdict": verdict}

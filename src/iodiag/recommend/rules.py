@@ -1,0 +1,500 @@
+"""What to change, from findings and measured features: the advice text every finding's ``recommendation`` holds.
+
+Detectors say what is wrong, with numbers (``Finding.evidence``, plus ``Finding.facts`` for what the advice needs
+and the evidence does not show: a path, the kind of program, an array's chunk metadata).  This module alone says
+what to change: ``advise`` fills each finding's ``recommendation`` string (the JSON report keeps that field), and
+``rule_recommendations`` turns the findings whose fix is a concrete setting (a chunk shape, a buffer size, a
+stripe count) into ``Recommendation`` objects that reports list under "What to change" and ``iodiag verify``
+can apply.  The trained tree (recommend/engine.py) overrides a rule's setting where both apply.
+
+Everything here is pure: findings and a Config in, strings and dataclasses out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
+
+from ..analyzers.detectors._common import pct
+from ..analyzers.metrics import fmt_bytes
+from ..config import Config
+from ..findings import Finding
+from .chunks import merge_plan, rechunk_plan
+from .recommendation import Change, Recommendation
+
+
+# ---------------------------------------------------------------------------------------------- small-io
+_PATTERN_KEYS = ("dxt_small_ops", "consecutive_ops", "strided_ops", "stride_bytes", "same_offset_ops", "random_ops",
+                 "ops_in_consecutive_runs", "requests_after_buffering", "dxt_complete")
+
+
+def _small_io(f: Finding, cfg: Config) -> str:
+    """Advice per pattern; from the DXT trace when there is one, and from the counters for what a partial
+    trace did not see (e.g. reads issued after the trace buffer filled)."""
+    ev = {**f.evidence, "_python": bool(f.facts.get("python"))}
+    pat = {k: ev[k] for k in _PATTERN_KEYS if k in ev} if "dxt_small_ops" in ev else {}
+    n_small = int(ev["small_reads"] + ev["small_writes"])
+    buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
+    counters = dict(base=n_small, consec=ev["consecutive_ops_counter"], strided=ev["strided_ops_counter"],
+                    stride=ev["top_stride_gap_bytes"], what="gap between accesses")
+    parts: dict[str, str] = {}
+    if pat:
+        trace = dict(base=pat["dxt_small_ops"], consec=pat["consecutive_ops"], strided=pat["strided_ops"],
+                     stride=pat["stride_bytes"], what="offset step", same=pat["same_offset_ops"],
+                     before=pat["ops_in_consecutive_runs"], after=pat["requests_after_buffering"])
+        _small_parts(trace, ev, buf, parts)
+    if not pat or not pat.get("dxt_complete", True):
+        _small_parts(counters, ev, buf, parts, random=not pat)  # counters cannot tell re-reads from random ones
+    lead = (f"(DXT kept {pat['dxt_small_ops']:,} of {n_small:,} small ops; the rest is from counters) "
+            if pat and not pat.get("dxt_complete", True) else "")
+    if not parts:
+        parts["random"] = f"{n_small:,} small ops show no sequential or strided pattern: aggregate them (MPI-IO " \
+                          "collective buffering, a read cache, or larger chunks)"
+    return lead + "; ".join(parts.values())
+
+
+def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) -> None:
+    base = max(n["base"], 1)
+    if n["consec"] >= 0.2 * base and "consec" not in parts:
+        gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({pct(1 - n['after'] / max(n['before'], 1))} "
+                "fewer)" if n.get("after") else "")
+        how = (f"open(..., buffering={buf})" if ev.get("_python") else f"a {fmt_bytes(buf)} buffer (setvbuf, or "
+               "gather the pieces in memory)")
+        parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them ({how}, or write "
+                           f"whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
+    if n["strided"] >= 0.2 * base and "strided" not in parts:
+        parts["strided"] = (f"{n['strided']:,} small ops step through the file at a constant {n['what']} of {n['stride']:,} B "
+                            "(strided, not random): read the whole strided region in large blocks and slice in memory, "
+                            f"or rechunk/relayout so the fields read together are contiguous; each {n['stride']:,} B step "
+                            "now costs one request")
+        if ev.get("array_file"):
+            how = ("request many steps at once (larger Dask chunks along that dimension, e.g. "
+                   "open_dataset(chunks={'time': 24}))" if ev.get("_python") else
+                   "read or write many steps per call (a larger hyperslab / start-count along that dimension)")
+            parts["strided"] += (f"; {ev['array_file']} is NetCDF/HDF5: a {n['stride']:,} B step is one record/slab of the "
+                                 f"variable, so each step is a separate request; {how} or rechunk the file "
+                                 "(nccopy -c / h5repack -l)")
+    if n.get("same", 0) >= 0.2 * base and "same" not in parts:
+        parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again, typical "
+                         "of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
+                         "H5Pset_meta_block_size, or open the file once per process)")
+    rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0)
+    if random and rnd >= 0.2 * base and "random" not in parts:
+        parts["random"] = (f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO "
+                           "collective buffering, a read cache, or larger chunks)")
+
+
+# ---------------------------------------------------------------------------------------------- metadata
+_KIND_ADVICE = {
+    "python-import": "is Python importing modules (.py/.pyc/.so) from {fs}: install the "
+                     "environment on node-local disk or in a container/squashfs image, or pre-stage it",
+    "zarr-chunk": "is Zarr chunk files (an open, a temp file and a rename per chunk): use fewer, larger chunks "
+                  "or Zarr v3 sharding (see many-small-files)",
+    "netcdf-hdf5": "is NetCDF/HDF5 files being opened and queried: open each file once per process and reuse "
+                   "it; with xarray pass the opened Dataset to tasks instead of reopening per task",
+}
+
+
+def _metadata_storm(f: Finding, cfg: Config) -> str:
+    ev, facts = f.evidence, f.facts
+    opens = int(ev["opens_count"])
+    advice = []
+    for k in facts.get("kinds", ()):
+        text = _KIND_ADVICE[k["kind"]].replace("{fs}", f"{k['fs'] or 'the file system'}")
+        advice.append(f"{pct(k['share'])} of the metadata time ({k['files']:,} files) {text}")
+    if facts.get("reopened"):
+        r = facts["reopened"]
+        advice.append(f"{r['path']} is opened {r['opens']} times by process {r['process']}: open it once "
+                      f"per process and reuse the handle (xarray: open_dataset once and pass the Dataset to tasks)")
+    if facts.get("opened_files") is not None:
+        opened, data_ops = facts["opened_files"], facts["data_ops"]
+        if opened * 10 <= opens:  # many opens of a few files: the files are not the problem
+            advice.append(f"{opens:,} opens of only {opened:,} file(s): each process opens the same file(s); "
+                          f"open once and share the handle (MPI-IO/HDF5 collective open, or one opener per node)")
+        else:
+            advice.append(f"{opens:,} opens for {data_ops:,} accesses: each file is opened for about one "
+                          f"access; write fewer, larger files (consolidate, Zarr sharding, HDF5 container)")
+    many = facts.get("many", {})
+    if many.get("stats"):
+        advice.append(f"{int(ev['stats_count']):,} stat calls: cache existence/size checks instead of asking the file system")
+    if many.get("seeks"):
+        advice.append(f"{int(ev['seeks_count']):,} seeks: use pread/pwrite with explicit offsets")
+    if many.get("fsyncs"):
+        advice.append(f"{int(ev['fsyncs_count']):,} fsync calls: sync once per file at the end")
+    if not advice:
+        advice.append("reduce open/stat traffic: keep files open, avoid per-op existence checks")
+    return "; ".join(advice)
+
+
+def _many_small_files(f: Finding, cfg: Config) -> str:
+    ev, facts = f.evidence, f.facts
+    if facts.get("zarr_grids"):
+        return _zarr_advice(facts["zarr_grids"], facts["target_chunk_bytes"])
+    n, k, after = facts["small_files"], facts["files_per_target"], facts["files_after"]
+    how = (f"pack them into fewer files (HDF5/NetCDF container, Zarr with sharding, or an archive) of up to "
+           f"{fmt_bytes(facts['target_file_bytes'])}, ~{k:,} of today's files each")
+    return (f"{n:,} files averaging {fmt_bytes(ev['mean_file_bytes'])} (median {fmt_bytes(float(ev['median_file_bytes']))}), "
+            f"most in {facts['top_directory']} ({int(ev['files_in_top_directory']):,}): {how}; expected files {n:,} -> {after:,} "
+            f"(opens -{pct(1 - after / n)})")
+
+
+def _zarr_advice(grids: Mapping[str, dict], target: float) -> str:
+    parts, before, after = [], 0, 0
+    for name, g in sorted(grids.items(), key=lambda kv: -kv[1]["chunks"]):
+        factors, new_bytes, files = merge_plan(g["grid"], g["mean_chunk_bytes"], target)
+        before, after = before + g["chunks"], after + files
+        if len(parts) < 2:
+            dims = " and ".join(f"x{f} along dimension {d} ({g['grid'][d]} chunks)" for d, f in enumerate(factors) if f > 1)
+            parts.append(f"{name.rsplit('/', 1)[-1]}: chunk grid {tuple(g['grid'])} of ~{fmt_bytes(g['mean_chunk_bytes'])} "
+                         f"per chunk file; rechunk {dims or 'not needed'} -> ~{fmt_bytes(new_bytes)} per chunk")
+    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{pct(1 - after / max(before, 1))}), "
+            "or keep the chunks and group them with Zarr v3 sharding (ShardingCodec) so one file holds many chunks")
+
+
+# ---------------------------------------------------------------------------------------------- access
+def _random_access(f: Finding, cfg: Config) -> str:
+    return (f"{int(f.facts['backward_ops']):,} accesses land before the previous one: sort requests by offset, "
+            "read whole chunks in file order, or enable MPI-IO data sieving/collective buffering; for array "
+            "data choose chunks that match the read pattern")
+
+
+def _misaligned(f: Finding, cfg: Config) -> str:
+    a = int(f.evidence["alignment_bytes"])
+    return (f"align request offsets and sizes to {fmt_bytes(a)} (HDF5: H5Pset_alignment(fapl, "
+            f"{a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a multiple of it; or pad records)")
+
+
+_SHARE_ADVICE = {"dask": "load it once and share it (client.scatter, or .persist() the loaded array) instead of "
+                         "re-reading it in every task",
+                 "mpi": "read it on one rank and MPI_Bcast it, or cache it in memory instead of re-reading"}
+
+
+def _redundant_read(f: Finding, cfg: Config) -> str:
+    ev = f.evidence
+    readers = int(ev["worst_file_readers"])
+    who = f"by {readers} processes" if readers > 1 else "by one process"
+    share = _SHARE_ADVICE.get(f.facts.get("kind", ""), "read it once and keep it in memory (a cache) instead of "
+                                                       "re-reading it")
+    return f"the worst file is read {ev['worst_file_amplification']:.1f} times over {who}: " + share
+
+
+def _read_modify_write(f: Finding, cfg: Config) -> str:
+    how = ("collective writes are used, so the aggregators sieve: align each rank's region to the stripe "
+           "(or set romio_ds_write=disable)" if f.facts.get("collective_writes") else
+           "set romio_ds_write=disable (ROMIO_HINTS file or MPI_Info), or write collectively "
+           "(MPI_File_write_all / H5FD_MPIO_COLLECTIVE) so aggregators write whole stripes")
+    return f"the MPI-IO layer reads regions before writing them (data sieving / partial blocks): {how}"
+
+
+# ---------------------------------------------------------------------------------------------- coverage
+def _partial_log(f: Finding, cfg: Config) -> str:
+    facts, rec = f.facts, []
+    if facts.get("config_lines"):
+        modmem, names = facts["modmem_mib"], facts["namemem_mib"]
+        conf = list(facts["config_lines"]) + [f"MODMEM {modmem}", f"NAMEMEM {names}"]
+        rec.append("re-run with export DARSHAN_CONFIG_PATH=$PWD/darshan.conf, a file holding the lines: "
+                   + "; ".join(conf) + " (MAX_RECORDS has no environment variable; DARSHAN_MODMEM="
+                   + f"{modmem} DARSHAN_NAMEMEM={names} alone would not lift the record cap; iodiag run --darshan "
+                   "writes such a file itself)")
+    if facts.get("lost"):
+        rec.append(f"{f.evidence['logs_lost']} log(s) could not be read ({facts['lost']['path']}: {facts['lost']['cause']}); "
+                   "let processes exit normally (Dask: close the client/cluster; no SIGKILL) or recover mmap logs with darshan-convert")
+    if facts.get("other_issues"):
+        rec.append("; ".join(facts["other_issues"][:3]))
+    return "; ".join(rec) or "no action needed"
+
+
+def _no_io(f: Finding, cfg: Config) -> str:
+    return ("nothing to diagnose: the log holds no reads or writes (modules present: "
+            f"{f.evidence['modules']}); if the program did I/O, check that Darshan was preloaded and the files were not excluded")
+
+
+def _stdio_heavy(f: Finding, cfg: Config) -> str:
+    ev = f.evidence
+    return (f"{pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
+            f"{fmt_bytes(ev['mean_stdio_request_bytes'])}): " + (
+                "requests are already large, so STDIO costs little here; switch to POSIX or MPI-IO only if several "
+                "processes share these files" if f.facts.get("large_requests") else
+                "use POSIX read/write with large buffers or MPI-IO/HDF5; at least raise the stream buffer (setvbuf)"))
+
+
+# ---------------------------------------------------------------------------------------------- MPI / parallel
+def _shared_file_contention(f: Finding, cfg: Config) -> str:
+    x = f.facts
+    return (f"{x['worst_writers']} processes write {fmt_bytes(x['worst_bytes_written'])} to one file in "
+            f"{x['worst_writes']:,} uncoordinated writes (mean {fmt_bytes(f.evidence['mean_write_bytes'])}): use MPI-IO "
+            "collective writes (MPI_File_write_all / HDF5 H5FD_MPIO_COLLECTIVE), give each writer stripe-aligned "
+            "disjoint regions, or write one file per process/node")
+
+
+def _no_collective_io(f: Finding, cfg: Config) -> str:
+    return ("switch to collective calls (MPI_File_read_all/write_all; HDF5 "
+            "H5Pset_dxpl_mpio(H5FD_MPIO_COLLECTIVE); PnetCDF *_all) so ROMIO aggregates the "
+            f"{int(f.evidence['independent_ops']):,} requests into large contiguous ones (tune cb_nodes/cb_buffer_size)")
+
+
+def _straggler_process(f: Finding, cfg: Config) -> str:
+    ev, x = f.evidence, f.facts
+    return (f"process {x['worst']} spends most of its time in {x['what']} on {x['file'] or 'its files'}"
+            f"; it moves no more data than its peers, so look at where it runs: "
+            + (f"{ev['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ev['suspect_ost']} "
+               f"(vs {ev['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
+               "away from it (lfs setstripe -o); " if "suspect_ost" in ev else
+               f"all stragglers ran on {ev['stragglers_host']}: check that node; " if "stragglers_host" in ev else
+               "check its node and storage target; ")
+            + (f"the stragglers' last read/write ended at {ev['stragglers_last_data_op_end_s']:.1f} s into the job vs "
+               f"{ev['median_last_data_op_end_s']:.1f} s for the median process; " if "median_last_data_op_end_s" in ev else "")
+            + f"the job waits ~{ev['slowest_excess_s']:.1f} s for it")
+
+
+def _rank_imbalance(f: Finding, cfg: Config) -> str:
+    ev, x = f.evidence, f.facts
+    note = ""
+    if x.get("collective"):
+        note = (" MPI-IO collective calls are present, so POSIX traffic concentrates on the collective-buffering "
+                "aggregators: raise their number (cb_nodes / romio_cb_write, one per OST or node) and stripe the "
+                "file over more OSTs;")
+    if x.get("top_file") and "top_file_stripe_count" in ev:
+        sc = int(ev["top_file_stripe_count"])
+        if sc < 8:
+            note += f" {x['top_file']} has a Lustre stripe count of {sc}: stripe it wider (lfs setstripe -c 8 or more);"
+        else:  # already wide: striping is not what concentrates the bytes
+            note += f" {x['top_file']} is already striped over {sc} OSTs, so the imbalance is in how the data is divided;"
+    return (f"spread the I/O:{note} give every process a similar share of the data "
+            f"(today {int(ev['heavy_processes'])} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")
+
+
+def _inactive_ranks(f: Finding, cfg: Config) -> str:
+    ev = f.evidence
+    n, idle = int(ev["processes"]), int(ev["inactive_processes"])
+    active = n - idle
+    return (f"only {active} of {n} processes move data at the {ev['level']} level: distribute "
+            f"the data over all ranks (or run with {active} processes and save {idle} idle ones)")
+
+
+def _weak_scaling_loss(f: Finding, cfg: Config) -> str:
+    ev, x = f.evidence, f.facts
+    i = ev["efficiency"].index(min(ev["efficiency"]))
+    n, base_n = ev["processes"][i], ev["processes"][0]
+    return (x.get("why", "") + f"at {n} {x['unit']} each moves {fmt_bytes(ev['bytes_per_process'][i])} at "
+            f"{fmt_bytes(x['worst_bandwidth'])}/s against {fmt_bytes(x['base_bandwidth'])}/s at {base_n}: the shared "
+            "storage saturates or the processes contend; aggregate (fewer writers: collective I/O, one writer per node), "
+            "stripe wider, or cap the process count near the last efficient run")
+
+
+# ---------------------------------------------------------------------------------------------- Dask tasks
+def _straggler_task(f: Finding, cfg: Config) -> str:
+    ev, x = f.evidence, f.facts
+    where = x.get("cause") or (
+        f"all {int(ev['stragglers'])} on worker {x['one_worker']}: check that worker's host/disk/memory (spilling)"
+        if x.get("one_worker") else
+        "spread over workers, so the data is the likely cause: look for an oversized or remote chunk")
+    return (f"task {ev['slowest_key']} took {ev['slowest_task_s']:.2f} s against a median of {ev['median_task_s']:.2f} s "
+            f"({where}); split its input into smaller chunks so no single task dominates, and let work stealing rebalance")
+
+
+def task_chunk_plan(array: Mapping[str, Any], threads: int, target_chunk_bytes: float) -> dict[str, Any]:
+    """The chunks to recommend for an array a Dask job cut too fine: ~``target_chunk_bytes`` per chunk, but at
+    least two chunks per worker thread so every thread keeps working."""
+    total = math.prod(array["shape"]) * array["itemsize"]
+    target = min(target_chunk_bytes, max(total / (2 * max(threads, 1)), array["chunk_bytes"]))
+    new = rechunk_plan(array["shape"], array["chunks"], array["itemsize"], target)
+    dims = array["dims"] or [f"dim_{i}" for i in range(len(new))]
+    return {"chunks": new, "dims": list(dims), "change": {d: n for d, n, o in zip(dims, new, array["chunks"]) if n != o},
+            "chunk_bytes": math.prod(new) * array["itemsize"],
+            "tasks": math.prod(-(-s // n) for s, n in zip(array["shape"], new))}
+
+
+def _task_overhead(f: Finding, cfg: Config) -> str:
+    ev, a = f.evidence, f.facts.get("array")
+    if a is None:
+        return (f"{int(ev['tasks']):,} tasks of median {ev['task_median_s'] * 1000:.1f} ms: use fewer, larger chunks "
+                f"(~{fmt_bytes(cfg.tasks.target_chunk_bytes)} each) so each task does enough work to outweigh its scheduling")
+    plan = task_chunk_plan(a, int(ev["worker_threads"]), cfg.tasks.target_chunk_bytes)
+    change = plan["change"]
+    return (f"{a['path'].rsplit('/', 1)[-1]} {tuple(a['shape'])} is cut into {a['nchunks']:,} chunks of "
+            f"{fmt_bytes(a['chunk_bytes'])}: use chunks of ~{fmt_bytes(plan['chunk_bytes'])}, e.g. chunks={change} "
+            f"(xarray: ds.chunk({change}) before to_zarr, or open_dataset(..., chunks={change})), "
+            f"~{plan['tasks']:,} tasks instead of {int(ev['tasks']):,}")
+
+
+def _task_overhead_evidence(f: Finding, cfg: Config) -> dict[str, Any]:
+    a = f.facts.get("array")
+    if a is None:
+        return {}
+    plan = task_chunk_plan(a, int(f.evidence["worker_threads"]), cfg.tasks.target_chunk_bytes)
+    return {"chunks_recommended": plan["chunks"], "chunk_bytes_recommended": plan["chunk_bytes"]}
+
+
+ADVICE: dict[str, Callable[[Finding, Config], str]] = {
+    "small-io": _small_io,
+    "metadata-storm": _metadata_storm,
+    "many-small-files": _many_small_files,
+    "random-access": _random_access,
+    "misaligned": _misaligned,
+    "redundant-read": _redundant_read,
+    "read-modify-write": _read_modify_write,
+    "partial-log": _partial_log,
+    "no-io": _no_io,
+    "stdio-heavy": _stdio_heavy,
+    "shared-file-contention": _shared_file_contention,
+    "no-collective-io": _no_collective_io,
+    "straggler-process": _straggler_process,
+    "rank-imbalance": _rank_imbalance,
+    "inactive-ranks": _inactive_ranks,
+    "weak-scaling-loss": _weak_scaling_loss,
+    "straggler-task": _straggler_task,
+    "task-overhead": _task_overhead,
+}
+# the planned setting a rule adds to a finding's evidence (the report shows it next to what is measured)
+PLANNED_EVIDENCE: dict[str, Callable[[Finding, Config], dict[str, Any]]] = {"task-overhead": _task_overhead_evidence}
+
+
+def advise(findings: Sequence[Finding], config: Config | None = None) -> list[Finding]:
+    """The findings with their ``recommendation`` filled from the rules (new objects; a finding that already
+    carries advice, e.g. built by hand, keeps it)."""
+    cfg = config or Config()
+    out = []
+    for f in findings:
+        if f.recommendation or f.id not in ADVICE:
+            out.append(f)
+            continue
+        ev = f.evidence
+        extra = PLANNED_EVIDENCE.get(f.id)
+        if extra is not None:
+            ev = {**ev, **extra(f, cfg)}
+        out.append(replace(f, evidence=ev, recommendation=ADVICE[f.id](replace(f, evidence=ev), cfg)))
+    return out
+
+
+def diagnose_with_advice(profile, config: Config | None = None) -> list[Finding]:
+    """Detectors, then the rules' advice: the findings a report shows."""
+    from ..analyzers.detectors import diagnose
+
+    cfg = config or Config()
+    return advise(diagnose(profile, cfg), cfg)
+
+
+# ---------------------------------------------------------------------------------------------- settings
+def rule_recommendations(profile, findings: Sequence[Finding], config: Config | None = None,
+                         params: Mapping[str, Any] | None = None) -> list[Recommendation]:
+    """The findings whose fix is one concrete setting, as Recommendations (most costly finding first).
+
+    ``params`` are the workload's parameters as its command line gave them (``{"chunks": "1,1,90,180", "path":
+    "a.zarr"}``; None when unknown, e.g. a Darshan log from elsewhere): a setting the command exposes becomes an
+    ``arg`` change that ``iodiag verify`` can apply; otherwise the change is a snippet or a shell line to paste."""
+    cfg = config or Config()
+    based = "workload parameters and measured features" if params else "measured features only"
+    runtime = float(profile.job.runtime_s or 0.0)
+    out: list[Recommendation] = []
+    seen: set[str] = set()
+    for f in sorted(findings, key=lambda f: -(f.est_cost_s or 0.0)):
+        rec = None
+        if f.id == "task-overhead" and f.facts.get("array"):
+            rec = _chunks_from_tasks(f, cfg, params)
+        elif f.id == "many-small-files" and f.facts.get("zarr_grids"):
+            rec = _chunks_from_files(profile, f, params)
+        elif f.id == "small-io" and f.facts.get("python") and f.evidence.get("consecutive_ops_counter", 0) >= \
+                0.2 * max(f.evidence["small_reads"] + f.evidence["small_writes"], 1):
+            buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
+            mode = "wb" if f.evidence["small_writes"] > f.evidence["small_reads"] else "rb"
+            rec = Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
+                                 settings={"buffering": buf},
+                                 changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
+        elif f.id == "misaligned":
+            a = int(f.evidence["alignment_bytes"])
+            rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}", settings={"alignment": a},
+                                 changes=(Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"),
+                                          Change("config", f"striping_unit={a}", "striping_unit", a)))
+        elif f.id == "rank-imbalance" and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
+            top = f.facts["top_file"]
+            folder = top.rsplit("/", 1)[0] or "."
+            rec = Recommendation(id="striping", title="Stripe the shared files over 8 OSTs", settings={"stripe_count": 8},
+                                 changes=(Change("shell", f"lfs setstripe -c 8 {folder}  # new files in it; "
+                                                          f"copy {top} to restripe it"),))
+        if rec is None or rec.id in seen:
+            continue
+        seen.add(rec.id)
+        addresses = [f.id]
+        if rec.id in ("chunking", "layout"):  # the chunk files' opens and renames are the metadata storm's
+            addresses += [g.id for g in findings if g.id == "metadata-storm"
+                          and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
+        bound = _bound(f, runtime)
+        bound["notes"] = rec.notes + bound.get("notes", ())
+        out.append(replace(rec, addresses=tuple(dict.fromkeys(addresses)), based_on=based, **bound))
+    return out
+
+
+def _bound(f: Finding, runtime: float) -> dict[str, Any]:
+    """A rule predicts no speedup; it says what the finding's measured cost is worth: the run time without it
+    (``speedup_high``), with ``speedup_low`` 1 (no gain at all)."""
+    if not runtime or f.est_cost_s is None:
+        return {}
+    rest = max(runtime - float(f.est_cost_s), 0.01 * runtime)
+    return {"speedup_low": 1.0, "speedup_high": round(runtime / rest, 3),
+            "notes": (f"{f.id} costs {f.est_cost_s:.2f} s of the {runtime:.2f} s run in I/O calls ({runtime / rest:.1f}x if "
+                      "that went away); overhead outside I/O calls is not counted: iodiag verify measures the whole",)}
+
+
+def _arg_change(params: Mapping[str, Any] | None, name: str, value: Any) -> tuple[Change, ...]:
+    """The command-line change when the workload takes ``name`` (as ``--name``), else nothing."""
+    if not params or name not in params:
+        return ()
+    flag = "--" + name.replace("_", "-")
+    return (Change("arg", f"{flag} {value}", flag, value),)
+
+
+def _chunks_from_tasks(f: Finding, cfg: Config, params) -> Recommendation:
+    a = f.facts["array"]
+    plan = task_chunk_plan(a, int(f.evidence["worker_threads"]), cfg.tasks.target_chunk_bytes)
+    text = ",".join(str(c) for c in plan["chunks"])
+    return Recommendation(
+        id="chunking", title=f"Use chunks of {tuple(plan['chunks'])} ≈ {fmt_bytes(plan['chunk_bytes'])} "
+                             f"(~{plan['tasks']:,} tasks instead of {int(f.evidence['tasks']):,})",
+        settings={"chunks": text},
+        changes=_arg_change(params, "chunks", text) + (Change("snippet", f"ds = ds.chunk({plan['change']})"),))
+
+
+def _array_of(profile, name: str) -> dict | None:
+    for a in profile.job.arrays:
+        if a["path"].rstrip("/") == name.rstrip("/") or a["path"].endswith("/" + name.rsplit("/", 1)[-1]):
+            return a
+    return None
+
+
+def _chunks_from_files(profile, f: Finding, params) -> Recommendation | None:
+    grids = f.facts["zarr_grids"]
+    name = max(grids, key=lambda n: grids[n]["chunks"])
+    g = grids[name]
+    a = _array_of(profile, name)
+    grid = g["grid"]
+    if a is not None:  # the array's own chunk grid (file names of temporary chunk copies can lose a dimension)
+        grid = [-(-s // c) for s, c in zip(a["shape"], a["chunks"])]
+    factors, new_bytes, files = merge_plan(grid, g["mean_chunk_bytes"], f.facts["target_chunk_bytes"])
+    if a is None:
+        dims = ", ".join(f"x{k} along dimension {d}" for d, k in enumerate(factors) if k > 1)
+        return Recommendation(id="chunking", title=f"Merge chunks of {name.rsplit('/', 1)[-1]}: {dims or 'none'} "
+                                                   f"(≈ {fmt_bytes(new_bytes)} per chunk file)",
+                              settings={"chunk_merge": list(factors)})
+    new = [min(c * k, s) for c, k, s in zip(a["chunks"], factors, a["shape"])]
+    text = ",".join(str(c) for c in new)
+    dims = a["dims"] or [f"dim_{i}" for i in range(len(new))]
+    change = {d: n for d, n, o in zip(dims, new, a["chunks"]) if n != o}
+    title = (f"Use chunks of {tuple(new)} ≈ {fmt_bytes(math.prod(new) * a['itemsize'])} "
+             f"({files:,} chunk files instead of {g['chunks']:,})")
+    if f.facts.get("wrote", True):
+        return Recommendation(id="chunking", title=title, settings={"chunks": text},
+                              changes=_arg_change(params, "chunks", text) + (
+                                  Change("snippet", f"ds = ds.chunk({change})  # before to_zarr"),))
+    # the job only read these chunks: the fix is the store's layout, made once (a rechunked copy)
+    store = a["path"].split(".zarr", 1)[0] + ".zarr"
+    copy = store[: -len(".zarr")] + ".rechunked.zarr"
+    changes = (Change("shell", f"iodiag workload convert --src {store} --dst {copy} --chunks {text} --cluster sync",
+                      "rechunk",
+                      {"src": store, "dst": copy, "chunks": text}),)
+    if params and "path" in params:
+        changes += (Change("arg", f"--path {copy}", "--path", copy),)
+    return Recommendation(id="layout", title="Rechunk the store once: " + title, settings={"store_chunks": text},
+                          changes=changes, notes=("a data-layout change: the rechunked copy is made once, then every "
+                                                  "read uses it",))

@@ -244,3 +244,39 @@ def test_job_features_of_a_recorded_read_job(read_job, monkeypatch):
     assert (g["workload"], g["pattern"], g["layout"]) == ("read", "whole", "step")  # from counters and metadata
     advice = load_model().advise(g)
     assert advice.based_on == BASED_ON_MEASURED and advice.settings["chunk_layout"] == "block"
+
+
+@pytest.fixture(scope="module")
+def convert_job(tmp_path_factory):
+    """A conversion writing a thousand tiny chunks (--chunk-mb 0.05) at a trained scale, recorded by `iodiag run`."""
+    require_embedded()
+    tmp = tmp_path_factory.mktemp("conv")
+    env = {"IODIAG_HOME": str(tmp / "home")}
+    g = run_cli("workload", "gen", "--out", str(tmp / "long.nc"), "--time", "1024", "--plev", "2", "--lat", "46",
+                "--lon", "90", env=env)
+    assert g.returncode == 0, g.stderr
+    r = run_cli("run", "--name", "h18-conv", "--collector", "embedded", "--", sys.executable, "-m",
+                "iodiag.workloads.convert", "--src", str(tmp / "long.nc"), "--dst", str(tmp / "long.zarr"),
+                "--chunk-mb", "0.05", "--zarr-format", "3", "--cluster", "threads", env=env)
+    assert r.returncode == 0, r.stderr
+    return tmp, env
+
+
+def test_job_features_of_a_recorded_conversion(convert_job, monkeypatch):
+    from iodiag.analyzers.job import load_job_record
+    from iodiag.jobs.store import find_job
+
+    tmp, env = convert_job
+    monkeypatch.setenv("IODIAG_HOME", env["IODIAG_HOME"])
+    rec = find_job("last")
+    prof = load_job_record(rec)
+    f = job_features(prof)
+    assert (f["workload"], f["pattern"], f["chunk_mb_target"], f["n_chunks"]) == ("convert", "conversion", 0.05, 1024)
+    assert f["compressor"] == "none" and f["workers"] == 1 and f["dims"] == ["time", "plev", "lat", "lon"]
+    advice = load_model().advise(f)
+    assert advice.abstain is None and advice.settings["chunk_mb"] > 0.05 and advice.expected_speedup > 1
+    assert [c.name for c in advice.changes if c.kind == "arg"][0] == "--chunk-mb"
+    # measured only: the job wrote the Zarr array it read from NetCDF, so it is told apart as a conversion
+    g = job_features(prof, params={})
+    assert g["based_on"] == BASED_ON_MEASURED and (g["workload"], g["pattern"]) == ("convert", "conversion")
+    assert g["layout"] == "step" and g["n_chunks"] == 1024

@@ -3,7 +3,9 @@
 # inputs, then three passes over both sweeps (each pass one repetition of every setting, so repetitions are
 # interleaved in time and a burst of load from other users hits one repetition, not all three), then collect.
 # Usage: scripts/recommender_sweep.sh [SWEEPS_DIR]  (inputs go to /tmp/iodiag-train/data, the specs' [vars] data); then
-#   iodiag recommend train SWEEPS_DIR/*-p[123]   (or: python scripts/recommender_table.py to refresh the table)
+#   iodiag recommend train SWEEPS_DIR/{convert,read}-p{1,2,3} \
+#       --table-out src/iodiag/recommend/data/training.csv --out src/iodiag/recommend/data/model.json
+#   iodiag recommend evaluate --markdown docs/recommender/validation.md
 set -e
 D=/tmp/iodiag-train/data
 S=${1:-/tmp/iodiag-train/sweeps}

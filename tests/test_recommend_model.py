@@ -199,32 +199,37 @@ def test_train_and_evaluate_commands(tmp_path):
     assert "leave one array scale out" in text and "oracle" in text
 
 
-# ------------------------------------------------------------------------------------------------ a real job
-@pytest.fixture(scope="module")
-def read_job(tmp_path_factory):
-    """A whole-variable read of a (1, ·, ·, ·)-chunked Zarr store at a trained scale, recorded by `iodiag run`."""
-    require_embedded()
-    tmp = tmp_path_factory.mktemp("job")
-    store = tmp / "long.zarr"
-    env = {"IODIAG_HOME": str(tmp / "home")}
-    g = run_cli("workload", "gen", "--out", str(store), "--format", "zarr3", "--chunks", "1,2,46,90",
-                "--time", "1024", "--plev", "2", "--lat", "46", "--lon", "90", env=env)
-    assert g.returncode == 0, g.stderr
-    r = run_cli("run", "--name", "h18-whole", "--collector", "embedded", "--", sys.executable, "-m",
-                "iodiag.workloads.read", "--path", str(store), "--patterns", "whole", "--api", "xarray-dask",
-                "--repeat", "1", env=env)
-    assert r.returncode == 0, r.stderr
-    return tmp, env
+# ------------------------------------------------------------------------------------------------ real jobs
+LONG = ("--time", "1024", "--plev", "2", "--lat", "46", "--lon", "90")  # a trained scale: 34 MB, 33 kB per step
 
 
-def test_job_features_of_a_recorded_read_job(read_job, monkeypatch):
+def _record(tmp, out: str, gen: tuple, name: str, workload: tuple):
+    """Make an input with `iodiag workload gen`, run a workload on it under `iodiag run` (embedded collector) in a
+    job store of its own; the job's profile, its record and the store's environment."""
     from iodiag.analyzers.job import load_job_record
     from iodiag.jobs.store import find_job
 
-    tmp, env = read_job
-    monkeypatch.setenv("IODIAG_HOME", env["IODIAG_HOME"])
-    rec = find_job("last")
-    prof = load_job_record(rec)
+    require_embedded()
+    env = {"IODIAG_HOME": str(tmp / "home")}
+    g = run_cli("workload", "gen", "--out", str(tmp / out), *gen, *LONG, env=env)
+    assert g.returncode == 0, g.stderr
+    r = run_cli("run", "--name", name, "--collector", "embedded", "--", sys.executable, "-m", *workload, env=env)
+    assert r.returncode == 0, r.stderr
+    rec = find_job("last", root=env["IODIAG_HOME"])
+    return load_job_record(rec), rec
+@pytest.fixture(scope="module")
+def read_job(tmp_path_factory):
+    """A whole-variable read of a (1, ·, ·, ·)-chunked Zarr store at a trained scale, recorded by `iodiag run`."""
+    tmp = tmp_path_factory.mktemp("job")
+    store = str(tmp / "long.zarr")
+    return (tmp, *_record(tmp, "long.zarr", ("--format", "zarr3", "--chunks", "1,2,46,90"), "h18-whole",
+                          ("iodiag.workloads.read", "--path", store, "--patterns", "whole", "--api", "xarray-dask",
+                           "--repeat", "1")))
+
+
+def test_job_features_of_a_recorded_read_job(read_job, monkeypatch):
+    tmp, prof, rec = read_job
+    monkeypatch.setenv("IODIAG_HOME", str(tmp / "home"))  # the job's folder is found by its id
     f = job_features(prof)
     assert f["based_on"] != BASED_ON_MEASURED
     assert (f["workload"], f["pattern"], f["layout"], f["shape"]) == ("read", "whole", "step", (1024, 2, 46, 90))
@@ -249,27 +254,15 @@ def test_job_features_of_a_recorded_read_job(read_job, monkeypatch):
 @pytest.fixture(scope="module")
 def convert_job(tmp_path_factory):
     """A conversion writing a thousand tiny chunks (--chunk-mb 0.05) at a trained scale, recorded by `iodiag run`."""
-    require_embedded()
     tmp = tmp_path_factory.mktemp("conv")
-    env = {"IODIAG_HOME": str(tmp / "home")}
-    g = run_cli("workload", "gen", "--out", str(tmp / "long.nc"), "--time", "1024", "--plev", "2", "--lat", "46",
-                "--lon", "90", env=env)
-    assert g.returncode == 0, g.stderr
-    r = run_cli("run", "--name", "h18-conv", "--collector", "embedded", "--", sys.executable, "-m",
-                "iodiag.workloads.convert", "--src", str(tmp / "long.nc"), "--dst", str(tmp / "long.zarr"),
-                "--chunk-mb", "0.05", "--zarr-format", "3", "--cluster", "threads", env=env)
-    assert r.returncode == 0, r.stderr
-    return tmp, env
+    return (tmp, *_record(tmp, "long.nc", (), "h18-conv",
+                          ("iodiag.workloads.convert", "--src", str(tmp / "long.nc"), "--dst", str(tmp / "long.zarr"),
+                           "--chunk-mb", "0.05", "--zarr-format", "3", "--cluster", "threads")))
 
 
 def test_job_features_of_a_recorded_conversion(convert_job, monkeypatch):
-    from iodiag.analyzers.job import load_job_record
-    from iodiag.jobs.store import find_job
-
-    tmp, env = convert_job
-    monkeypatch.setenv("IODIAG_HOME", env["IODIAG_HOME"])
-    rec = find_job("last")
-    prof = load_job_record(rec)
+    tmp, prof, rec = convert_job
+    monkeypatch.setenv("IODIAG_HOME", str(tmp / "home"))
     f = job_features(prof)
     assert (f["workload"], f["pattern"], f["chunk_mb_target"], f["n_chunks"]) == ("convert", "conversion", 0.05, 1024)
     assert f["compressor"] == "none" and f["workers"] == 1 and f["dims"] == ["time", "plev", "lat", "lon"]

@@ -39,7 +39,8 @@ def train_cmd(sweeps: Optional[List[Path]] = typer.Argument(None, help="sweep fo
     """Train the recommender on sweeps (conversion and read workloads) or on a training table.
 
     Every setting must be measured 3 times in at least 2 scenarios of a workload; a smaller sweep is refused
-    with the number of runs missing.  Use the model with `iodiag recommend show JOB --model FILE`.
+    with the number of runs missing.  The model is plain JSON (trees of depth <= 4), applied without
+    scikit-learn; the shipped one is rebuilt bit for bit by the second example.
 
     Examples:
 

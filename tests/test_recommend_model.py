@@ -235,7 +235,7 @@ def test_job_features_of_a_recorded_read_job(read_job, monkeypatch):
     assert (f["workload"], f["pattern"], f["layout"], f["shape"]) == ("read", "whole", "step", (1024, 2, 46, 90))
     assert f["compressor"] == "none" and f["zarr_format"] == 3 and f["n_chunks"] == 1024
     m = f["measured"]
-    assert m["fs_type"] and m["files"] >= 1024 and m["bytes_read"] >= 1024 * 2 * 46 * 90 * 4
+    assert m["fs_type"] == T._fs_type(str(tmp)) and m["files"] >= 1024  # the store's file system and m["bytes_read"] >= 1024 * 2 * 46 * 90 * 4
     advice = load_model().advise(f)
     assert advice.abstain is None and advice.settings["chunk_layout"] == "block"
 

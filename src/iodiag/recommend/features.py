@@ -253,10 +253,9 @@ def _measured(profile, m) -> dict[str, Any]:
     if dt is not None:
         out.update(dask_tasks=int(dt.tasks), task_median_s=float(dt.task_median_s), dask_workers=int(dt.workers),
                    dask_threads=int(dt.threads))
-    fs = profile.files["fs_type"] if len(profile.files) else np.zeros(0, object)
-    kinds = [str(v) for v in fs.tolist() if v and str(v) not in ("None", "unknown", "")]
-    if kinds:
-        out["fs_type"] = max(set(kinds), key=kinds.count)
+    fs = _fs_of(profile, [os.path.dirname(a["path"]) for a in (profile.job.arrays or [])])
+    if fs:
+        out["fs_type"] = fs
     lus = profile.module("LUSTRE")
     if lus is not None and len(lus):
         out["lustre_stripe_count"] = int(np.median(lus["stripe_count"]))
@@ -264,6 +263,19 @@ def _measured(profile, m) -> dict[str, Any]:
     arrays = profile.job.arrays or []
     out["zarr_arrays"] = len(arrays)
     return out
+
+
+def _fs_of(profile, stores: Sequence[str]) -> str | None:
+    """The file system the data lives on: the most common type among the files inside the job's Zarr stores,
+    else among all its files (Python's own modules, /proc and the like are read by every job; a store says
+    where the data is)."""
+    if not len(profile.files):
+        return None
+    paths, kinds = profile.files["path"].tolist(), profile.files["fs_type"].tolist()
+    ok = [(str(p), str(k)) for p, k in zip(paths, kinds) if k and str(k) not in ("None", "unknown", "")]
+    inside = [k for p, k in ok if any(p.startswith(s.rstrip("/") + "/") for s in stores)]
+    pick = inside or [k for _, k in ok]
+    return max(sorted(set(pick)), key=pick.count) if pick else None
 
 
 def _from_measured(profile, measured: Mapping[str, Any]) -> dict[str, Any]:

@@ -81,3 +81,9 @@ class DependencyMissing(IodiagError):
     """An optional dependency that this command needs is not installed."""
 
     exit_code = 10
+
+
+class ModelUnusable(IodiagError):
+    """A recommender model file is missing, untrained, stale or of another schema (the hint says how to retrain)."""
+
+    exit_code = 11

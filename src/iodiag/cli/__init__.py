@@ -16,7 +16,7 @@ from . import run as _run, jobs as _jobs  # noqa: F401,E401  (registers `iodiag 
 from . import workload as _workload, sweep as _sweep  # noqa: F401,E401  (registers commands)
 from . import compare as _compare  # noqa: F401
 from . import site as _site  # noqa: F401  (registers `iodiag site`)
-from . import recommend_job as _recommend_job, verify as _verify  # noqa: F401,E401  (`iodiag advise`, `iodiag verify`)
+from . import recommend as _recommend, verify as _verify  # noqa: F401,E401  (`iodiag recommend JOB|train|evaluate`, `iodiag verify`)
 
 
 # `--html [PATH]` is one grammar everywhere: alone it writes the page to a default place, with a path it writes

@@ -18,7 +18,6 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from .app import app
 from .common import _print_choices, build_profile_for, run_guarded
 
 RECOMMEND_HELP = (
@@ -93,7 +92,3 @@ def _job_command(
 ) -> None:
     recommend_job(target, json_out=json_out, model=model, config_file=config_file, log_tree=log_tree, job=job,
                   take_all=take_all)
-
-
-# temporary name on this branch (the lead wires `iodiag recommend JOB` at merge, see the module docstring)
-app.command("advise", help=RECOMMEND_HELP)(_job_command)

@@ -17,6 +17,20 @@ import numpy as np
 _MAX_ARRAYS = 64
 
 
+def _v2_compressor(c) -> str:
+    """'none', or the codec id ('zstd', 'zlib', 'blosc', ...) of a v2 ``compressor`` entry."""
+    return str(c.get("id") or "unknown") if isinstance(c, dict) else "none"
+
+
+def _v3_compressor(codecs) -> str:
+    """'none', or the name of the first bytes-to-bytes codec of a v3 codec chain ('zstd', 'gzip', 'blosc')."""
+    for c in codecs or []:
+        name = c.get("name") if isinstance(c, dict) else None
+        if name and name not in ("bytes", "transpose", "crc32c", "sharding_indexed", "endian"):
+            return "zlib" if name == "gzip" else str(name)
+    return "none"
+
+
 def _meta(array_dir: str) -> dict | None:
     try:
         if os.path.isfile(os.path.join(array_dir, "zarr.json")):
@@ -27,10 +41,12 @@ def _meta(array_dir: str) -> dict | None:
             grid = m.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape")
             dtype, dims = m.get("data_type"), m.get("dimension_names")
             shape = m.get("shape")
+            fmt, comp = 3, _v3_compressor(m.get("codecs"))
         elif os.path.isfile(os.path.join(array_dir, ".zarray")):
             with open(os.path.join(array_dir, ".zarray")) as fh:
                 m = json.load(fh)
             grid, dtype, shape = m.get("chunks"), m.get("dtype"), m.get("shape")
+            fmt, comp = 2, _v2_compressor(m.get("compressor"))
             dims = None
             try:
                 with open(os.path.join(array_dir, ".zattrs")) as fh:
@@ -45,7 +61,7 @@ def _meta(array_dir: str) -> dict | None:
     if not (isinstance(shape, list) and isinstance(grid, list) and len(shape) == len(grid) and shape):
         return None
     return {"path": array_dir, "shape": [int(x) for x in shape], "chunks": [int(x) for x in grid],
-            "dtype": str(dtype), "itemsize": int(itemsize),
+            "dtype": str(dtype), "itemsize": int(itemsize), "zarr_format": fmt, "compressor": comp,
             "dims": [str(d) for d in dims] if isinstance(dims, list) and len(dims) == len(shape) else None,
             "chunk_bytes": int(math.prod(grid) * itemsize), "nchunks": int(math.prod(
                 math.ceil(s / max(c, 1)) for s, c in zip(shape, grid)))}
@@ -68,3 +84,8 @@ def read_array_meta(paths) -> list[dict]:
                 break
     out = [m for m in (_meta(d) for d in dirs) if m is not None]
     return sorted(out, key=lambda m: -m["nchunks"])
+
+
+def array_meta(array_dir: str) -> dict | None:
+    """Metadata of one Zarr array folder (the store path joined with the variable), or None when unreadable."""
+    return _meta(str(array_dir))

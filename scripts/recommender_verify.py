@@ -52,7 +52,7 @@ def _iodiag(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
 
 def _recommend(job: str, env: dict, cwd: Path) -> tuple[dict, str]:
     """`iodiag recommend JOB --json` (`iodiag advise` where recommend is not wired to a job yet)."""
-    for cmd in ("recommend", "advise"):
+    for cmd in ("recommend",):
         r = _iodiag(cmd, job, "--json", env=env, cwd=cwd)
         if r.returncode == 0:
             return json.loads(r.stdout), cmd

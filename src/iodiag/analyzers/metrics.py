@@ -755,12 +755,33 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
     return m.ops_file_procs
 
 
-def ops_groups(profile: JobProfile, mask=None) -> tuple[Table, np.ndarray]:
-    """Sorted POSIX read/write ops (optionally only rows where ``mask(table)`` holds) and a
-    'same (proc, file, op) group as the previous row' flag."""
-    t = posix_rw_sorted(profile)
-    if mask is not None and len(t):
-        t = t.filter(mask(t))
+def ops_groups(profile: JobProfile, mask=None,
+               columns: tuple[str, ...] = ("proc", "file_id", "op", "offset", "length")) -> tuple[Table, np.ndarray]:
+    """Sorted POSIX read/write ops (optionally only rows where ``mask(table)`` holds, a per-row test) and a
+    'same (proc, file, op) group as the previous row' flag.
+
+    Only ``columns`` of the selected rows are copied, and the rows are selected before they are sorted: the result
+    is the same as sorting every read/write by (proc, file, op, start) and filtering (the sort is stable), without
+    a sorted copy of the whole ops table kept for the life of the profile."""
+    o = profile.ops
+    if not len(o):
+        return Table._trusted({c: o[c] for c in columns}), np.zeros(0, bool)
+    keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
+    if mask is not None:
+        keep &= mask(o)
+    idx = None if keep.all() else np.flatnonzero(keep)
+    del keep
+    pick = (lambda a: a) if idx is None else (lambda a: a[idx])  # noqa: E731
+    keys = Table._trusted({"proc": pick(o["proc"]), "file_id": pick(o["file_id"]), "op": pick(o["op"]),
+                           "start_s": pick(o["start_s"])})
+    if not _lex_sorted(keys):
+        order = np.lexsort((keys["start_s"], keys["op"], keys["file_id"], keys["proc"]))
+        idx = order if idx is None else idx[order]
+        del order
+        pick = lambda a: a[idx]  # noqa: E731
+        keys = None
+    t = Table._trusted({c: (keys[c] if keys is not None and c in keys else pick(o[c])) for c in columns})
+    del keys
     same = np.zeros(len(t), bool)
     if len(t):
         same[1:] = (t["proc"][1:] == t["proc"][:-1]) & (t["file_id"][1:] == t["file_id"][:-1]) & (t["op"][1:] == t["op"][:-1])

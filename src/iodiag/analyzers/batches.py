@@ -35,8 +35,9 @@ __all__ = ["CHUNK_OPS", "OpsBuilder", "chunks"]
 CHUNK_OPS = 1 << 20  # operations converted at a time: bounds a conversion's temporaries (~100 MB at most)
 
 
-def chunks(n: int, size: int = CHUNK_OPS) -> Iterator[slice]:
-    """Slices covering ``range(n)`` in pieces of at most ``size``."""
+def chunks(n: int, size: int | None = None) -> Iterator[slice]:
+    """Slices covering ``range(n)`` in pieces of at most ``size`` (default: ``CHUNK_OPS``, read at call time)."""
+    size = size or CHUNK_OPS
     for lo in range(0, n, size):
         yield slice(lo, min(lo + size, n))
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..profile import OP, JobProfile
-from .batches import CHUNK_OPS, chunks
+from . import batches
+from .batches import chunks
 from .metrics import group_sum, memo, metrics_of
 
 
@@ -83,7 +84,7 @@ def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int
     while k < len(present):
         # whole processes, at least one, up to CHUNK_OPS operations
         j = k + 1
-        while j < len(present) and bounds[present[j]] - lo <= CHUNK_OPS:
+        while j < len(present) and bounds[present[j]] - lo <= batches.CHUNK_OPS:
             j += 1
         hi = int(bounds[present[j - 1]])
         idx = slice(lo, hi) if by_proc is None else by_proc[lo:hi]

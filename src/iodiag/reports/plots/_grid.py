@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-CHUNK = 1 << 20  # intervals spread at a time: the temporaries are bounded by this, not by the trace
+from ...analyzers import batches  # CHUNK_OPS: intervals spread at a time (bounds the temporaries)
 
 
 class GridSum:
@@ -17,8 +17,9 @@ class GridSum:
         self._diff = None  # difference array of the full bins, made on the first interval spanning bins
 
     def add(self, row: np.ndarray, start: np.ndarray, end: np.ndarray, weight: np.ndarray) -> None:
-        for lo in range(0, len(start), CHUNK):
-            sl = slice(lo, lo + CHUNK)
+        step = batches.CHUNK_OPS
+        for lo in range(0, len(start), step):
+            sl = slice(lo, lo + step)
             self._add(row[sl], start[sl], end[sl], weight[sl])
 
     def _add(self, row, start, end, weight) -> None:
@@ -69,7 +70,7 @@ def spread(row: np.ndarray, start: np.ndarray, end: np.ndarray, weight: np.ndarr
     to every bin it overlaps; a zero-length interval puts all its weight in the bin
     holding ``start``.  Intervals outside [t0, t0 + n_bins * bin_s) are clipped.
     Cost is O(n_intervals + n_rows * n_bins) whatever the interval lengths; memory is the grid plus
-    one batch of ``CHUNK`` intervals.
+    one batch of ``CHUNK_OPS`` intervals.
     """
     g = GridSum(t0, bin_s, n_rows, n_bins)
     g.add(np.asarray(row), np.asarray(start), np.asarray(end), np.asarray(weight))

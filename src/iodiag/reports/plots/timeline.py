@@ -16,7 +16,8 @@ import numpy as np
 
 from ...profile import OP, OPS_MODULE, OPS_MODULES, JobProfile, Table
 from .. import svg
-from ._grid import CHUNK, GridSum, spread
+from ...analyzers.batches import chunks
+from ._grid import GridSum, spread
 
 MAX_ROWS = 256
 N_BINS = 400
@@ -93,8 +94,7 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
         del rw
         # the raster is summed over batches of operations: memory of the grid plus one batch, whatever the trace
         grids = {OP["read"]: GridSum(t0, bin_s, n_rows, n_bins), OP["write"]: GridSum(t0, bin_s, n_rows, n_bins)}
-        for lo in range(0, len(ops), CHUNK):
-            sl = slice(lo, lo + CHUNK)
+        for sl in chunks(len(ops)):
             op, mod, proc = ops["op"][sl], ops["module"][sl], ops["proc"][sl]
             keep = (op <= OP["write"]) & (proc >= 0) & (mod == layer)
             st, en = ops["start_s"][sl], ops["end_s"][sl]

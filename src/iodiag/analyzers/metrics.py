@@ -703,20 +703,33 @@ def isin(a: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _lex_sorted(t: Table) -> bool:
-    """Whether rows already run in (proc, file_id, op, start_s) order, so that the stable lexsort is the identity."""
-    if len(t) < 2:
+    """Whether rows already run in (proc, file_id, op, start_s) order, so that the stable lexsort is the identity.
+    Checked over bounded batches of adjacent pairs (a few bytes per row of the batch, not copies of the columns)."""
+    n = len(t)
+    if n < 2:
         return True
     keys = [t["proc"], t["file_id"], t["op"], t["start_s"]]
-    undecided = np.ones(len(t) - 1, bool)  # pairs equal on every key so far
-    for k, a in enumerate(keys):
-        lo, hi = a[:-1], a[1:]
-        if k == len(keys) - 1:
-            return bool(np.all(hi[undecided] >= lo[undecided]))
-        if np.any(hi[undecided] < lo[undecided]):
-            return False
-        undecided &= hi == lo
-        if not undecided.any():
-            return True
+    step = batches.CHUNK_OPS
+    for lo in range(0, n - 1, step):
+        hi = min(lo + step, n - 1)
+        undecided = None  # pairs of this batch equal on every key so far (None: all of them)
+        for k, a in enumerate(keys):
+            x, y = a[lo:hi], a[lo + 1:hi + 1]
+            if undecided is not None:
+                x, y = x[undecided], y[undecided]
+            if k == len(keys) - 1:
+                if not np.all(y >= x):
+                    return False
+                break
+            if np.any(y < x):
+                return False
+            eq = y == x
+            if undecided is None:
+                undecided = eq
+            else:
+                undecided[undecided] = eq
+            if not undecided.any():
+                break
     return True
 
 
@@ -759,16 +772,16 @@ def ops_group_chunks(profile: JobProfile, mask=None,
     keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
     if mask is not None:
         keep &= mask(o)
-    idx = None if keep.all() else np.flatnonzero(keep)
+    everything = bool(keep.all())
+    # the order of the selected rows is their order in a stable sort of all rows: sort (or check) the columns
+    # themselves, then drop the rows not selected (no copy of the key columns)
+    if _lex_sorted(o):
+        idx = None if everything else np.flatnonzero(keep)
+    else:
+        idx = np.lexsort((o["start_s"], o["op"], o["file_id"], o["proc"]))
+        if not everything:
+            idx = idx[keep[idx]]
     del keep
-    pick = (lambda a: a) if idx is None else (lambda a: a[idx])  # noqa: E731
-    keys = Table._trusted({"proc": pick(o["proc"]), "file_id": pick(o["file_id"]), "op": pick(o["op"]),
-                           "start_s": pick(o["start_s"])})
-    if not _lex_sorted(keys):
-        order = np.lexsort((keys["start_s"], keys["op"], keys["file_id"], keys["proc"]))
-        idx = order if idx is None else idx[order]
-        del order
-    del keys
     n = len(o) if idx is None else len(idx)
     chunk = chunk or batches.CHUNK_OPS
     cols = tuple(dict.fromkeys(("proc", "file_id", "op") + tuple(columns)))

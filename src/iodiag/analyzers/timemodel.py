@@ -107,9 +107,8 @@ def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int
         prev[1:] = cm[:-1]
         new_run = first | (s > prev)
         del prev
-        run = np.cumsum(new_run) - 1
-        run_end = np.zeros(int(run[-1]) + 1)
-        np.maximum.at(run_end, run, cm)
+        # each run's end: the largest running maximum inside it (cm >= 0: every time is measured from t0)
+        run_end = np.maximum.reduceat(cm, np.flatnonzero(new_run))
         lengths = run_end - s[new_run]
         out += np.bincount(np.clip(p[new_run], 0, n - 1), weights=lengths, minlength=n)[:n]
         group_base += j - k
@@ -145,7 +144,9 @@ def _compute(profile: JobProfile) -> TimeModel:
     ops = profile.ops
     if len(ops) and m.dxt_complete:
         rw = ops["op"] <= OP["write"]
-        proc = np.clip(ops["proc"], 0, max(n - 1, 0))
+        proc = ops["proc"]
+        if len(proc) and (int(proc.min()) < 0 or int(proc.max()) > max(n - 1, 0)):  # (a copy only when needed)
+            proc = np.clip(proc, 0, max(n - 1, 0))
         if bool(rw.all()):  # a DXT trace: reads and writes only; metadata seconds come from the counters
             u = _union_per_proc(proc, ops["start_s"], ops["end_s"], n)
             lv = m.level

@@ -126,6 +126,12 @@ def _top4(g: np.ndarray, vals: np.ndarray, ngroups: int) -> tuple[np.ndarray, np
     counts = np.zeros((ngroups, 4), "i8")
     if not len(g):
         return values, counts
+    if ngroups == 1:  # one group: the distinct values and their counts, no (group, value) sort
+        pv, cnt = np.unique(vals, return_counts=True)
+        order = np.lexsort((-pv, -cnt))[:4]  # Darshan: higher count first, then larger value
+        values[0, :len(order)] = pv[order]
+        counts[0, :len(order)] = cnt[order]
+        return values, counts
     # distinct (group, value) pairs with their counts, without sorting a structured array (slow in NumPy)
     o = np.lexsort((vals, g))
     gs, vs = g[o], vals[o]
@@ -195,16 +201,24 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
             consec = kk & (oo == prev_last + 1)
             # Darshan's stride: the gap after the previous op of the same direction, when moving forward
             fwd = kk & (oo > 0) & (oo > prev_last) & (prev_last != 0)
+            gap = oo - prev_last - 1
+            fwd &= gap != 0  # a stride of 0 is never among the common values: dropped here rather than later
             stride_g.append(gg[fwd])
-            stride_v.append((oo - prev_last - 1)[fwd])
+            stride_v.append(gap[fwd])
+            del gap, fwd
             out[f"POSIX_SEQ_{label}"] = np.bincount(gg[seq], minlength=ngroups).astype("i8")
             out[f"POSIX_CONSEC_{label}"] = np.bincount(gg[consec], minlength=ngroups).astype("i8")
             bucket = np.searchsorted(_SIZE_EDGES, ll, side="right")
-            hist = np.bincount(gg * len(SIZE_BUCKETS) + bucket, minlength=ngroups * len(SIZE_BUCKETS)).reshape(ngroups, len(SIZE_BUCKETS))
+            flat = bucket if ngroups == 1 else gg * len(SIZE_BUCKETS) + bucket  # one group (one file): its buckets
+            hist = np.bincount(flat, minlength=ngroups * len(SIZE_BUCKETS)).reshape(ngroups, len(SIZE_BUCKETS))
+            del bucket, flat
             for j, name in enumerate(SIZE_BUCKETS):
                 out[f"POSIX_SIZE_{kind}_{name}"] = hist[:, j].astype("i8")
             # size of the slowest operation
-            if len(gg):
+            if len(gg) and ngroups == 1:  # the slowest op; on a tie the last one (as the stable sort below)
+                sz = np.zeros(1, "i8")
+                sz[0] = ll[len(dur) - 1 - int(np.argmax(dur[::-1]))]
+            elif len(gg):
                 order = np.lexsort((dur, gg))
                 lastrow = np.r_[gg[order][1:] != gg[order][:-1], True]
                 sz = np.zeros(ngroups, "i8")
@@ -212,6 +226,8 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
             else:
                 sz = np.zeros(ngroups, "i8")
             out[f"POSIX_MAX_{kind}_TIME_SIZE"] = sz
+            del prev_last, seq, consec
+        del gg, oo, ll, dur, kk, last  # one direction's temporaries at a time
     if prefix == "POSIX":
         kind = is_write.astype("i1")
         sw = np.zeros(len(kind), bool)  # (np.r_[False, ...] would be one element long for no operations)
@@ -221,8 +237,7 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
         out["POSIX_FILE_NOT_ALIGNED"] = np.bincount(g[known & (off % FILE_ALIGNMENT != 0)], minlength=ngroups).astype("i8")
         nz = ln != 0  # Darshan never counts a value of 0 among the common values
         av, ac = _top4(g[nz], ln[nz], ngroups)
-        sg, sv_ = np.concatenate(stride_g), np.concatenate(stride_v)
-        sv, sc = _top4(sg[sv_ != 0], sv_[sv_ != 0], ngroups)
+        sv, sc = _top4(np.concatenate(stride_g), np.concatenate(stride_v), ngroups)  # (zero strides dropped above)
         for j in range(4):
             out[f"POSIX_ACCESS{j + 1}_ACCESS"] = av[:, j]
             out[f"POSIX_ACCESS{j + 1}_COUNT"] = ac[:, j]

@@ -94,6 +94,7 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
         del rw
         # the raster is summed over batches of operations: memory of the grid plus one batch, whatever the trace
         grids = {OP["read"]: GridSum(t0, bin_s, n_rows, n_bins), OP["write"]: GridSum(t0, bin_s, n_rows, n_bins)}
+        n_ops = 0
         for sl in chunks(len(ops)):
             op, mod, proc = ops["op"][sl], ops["module"][sl], ops["proc"][sl]
             keep = (op <= OP["write"]) & (proc >= 0) & (mod == layer)
@@ -103,8 +104,9 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
                 if sel.any():
                     s, e = st[sel], en[sel]
                     g.add(proc[sel] // per_row, s, e, np.maximum(e - s, 0.0))
+                    n_ops += len(s)
         read, write = grids[OP["read"]].result(), grids[OP["write"]].result()
-        totals = {"read_s": float(read.sum()), "write_s": float(write.sum()), "module": OPS_MODULES[layer]}
+        totals = {"read_s": float(read.sum()), "write_s": float(write.sum()), "module": OPS_MODULES[layer], "ops": n_ops}
         norm = bin_s * np.bincount(np.arange(nprocs) // per_row, minlength=n_rows)[:, None]
         read, write = read / norm, write / norm
     elif len(profile.heatmap):

@@ -277,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
                 if ok:
                     rows += report_rows(str(log), env=env, work=work, repeat=a.repeat, label="Darshan DXT, 1 process",
                                         n_ops=n, compare=not a.no_compare)
+                    parser = find_darshan_bin("darshan-dxt-parser")
+                    if parser:  # the C reference on the same log: decode and print every segment
+                        runs = [measure([str(parser), str(log)], env=env, cwd=str(work)) for _ in range(a.repeat)]
+                        best = min(runs, key=lambda r: r["cpu_s"])
+                        rows.append({"case": "Darshan DXT, 1 process", "ops": n, "command": "darshan-dxt-parser (C)", **best})
             if why:
                 notes.append(f"DXT log of {n:,} segments: skipped — {why}")
         speed, why = ([], "") if a.no_speed else speed_rows(env=env, work=work, repeat=max(a.repeat, 3))

@@ -299,6 +299,42 @@ def test_record_cap_marks_the_job_partial(tmp_path):
     assert next(trace.glob("*.iot")).stat().st_size == 4096 + 100 * 48  # bounded on disk
 
 
+def test_default_keeps_every_record_and_an_address_space_limit_is_stated(tmp_path):
+    """No silent cap: by default a process may write 2^32 records (disk-bound); under ``ulimit -v`` the collector
+    reserves less address space and writes the smaller cap in the trace header, where the reader reports it."""
+    code = r"""
+    import os, sys
+    d = sys.argv[1]
+    fd = os.open(d + "/a.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+    for i in range(70000):  # past the first 65,536-record chunk of the file
+        os.write(fd, b"a")
+    os.close(fd)
+    """
+    _, trace, _ = run_traced(tmp_path, code)
+    hdr, recs = raw_records(next(trace.glob("*.iot")))
+    assert int(hdr["cap"]) == 1 << 32 and int(hdr["dropped"]) == 0
+    prof = load_traces(trace, job_id="big")
+    assert int(prof.processes["records"][0]) == len(recs) >= 70000 and not prof.processes["partial"][0]
+
+    limited = tmp_path / "limited"
+    limited.mkdir()
+    env = dict(os.environ)
+    env.update(embedded.prepare(limited / "traces"))
+    script = tmp_path / "workload.py"
+    import resource
+
+    def limit():  # 3 GiB of address space: the 192 GiB reservation is refused, a smaller one is taken
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], env=env, capture_output=True,
+                          text=True, timeout=300, preexec_fn=limit)
+    assert proc.returncode == 0, proc.stderr
+    traces = sorted((limited / "traces").glob("*.iot"))
+    caps = [int(raw_records(t)[0]["cap"]) for t in traces]
+    assert traces and all(65536 <= c < 1 << 32 for c in caps), caps
+    assert any(len(raw_records(t)[1]) >= 70000 for t in traces)
+
+
 def test_damaged_and_inflight_traces(tmp_path):
     _, trace, out = run_traced(tmp_path, PLAIN)
     good = next(trace.glob("*.iot"))

@@ -21,6 +21,7 @@ from ..profile import (
     Table,
     empty_table,
 )
+from .batches import OpsBuilder, chunks
 from .readers.darshan import ALL_MODULES, COUNTER_MODULES
 from .readers.isolate import LogResult, read_logs
 
@@ -162,13 +163,16 @@ def _plausible_nprocs(d: dict[str, Any], path: str, issues: list[LoadIssue]) -> 
 
 
 def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, obfuscated_names: bool = False) -> JobProfile:
-    """Merge per-log results into one profile; raise NoUsableData when none loaded."""
+    """Merge per-log results into one profile; raise NoUsableData when none loaded.
+
+    The logs are folded one at a time (``_JobFold``, the reader contract of ``analyzers/batches.py``): each adds its
+    processes, counter rows, DXT operations (into ops columns allocated once) and heatmap bins; the job's files
+    table and metadata are made once at the end."""
+    issues: list[LoadIssue] = [
+        LoadIssue(path=r.path, kind=r.error_kind or "unreadable", cause=r.error or "unknown",
+                  next_step="the log is damaged; re-run the job or recover it with darshan-util")
+        for r in results if r.data is None]
     good = [r for r in results if r.data is not None]
-    issues: list[LoadIssue] = []
-    for r in results:
-        if r.data is None:
-            issues.append(LoadIssue(path=r.path, kind=r.error_kind or "unreadable", cause=r.error or "unknown",
-                                    next_step="the log is damaged; re-run the job or recover it with darshan-util"))
     if not good:
         first = issues[0] if issues else None
         where = first.path if first else "(no logs)"
@@ -176,79 +180,122 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
             f"no log of this job could be read: {where}: {first.cause if first else 'nothing to read'}",
             hint="check the file is a complete Darshan log (darshan-parser FILE); logs of killed processes may be empty",
         )
-
-    proc_cols: dict[str, list[np.ndarray]] = {k: [] for k in ("proc", "log", "rank", "pid", "host", "exe", "log_path", "start_s", "end_s", "partial")}
-    counters: dict[str, list[dict[str, np.ndarray]]] = {}
-    blocks: dict[str, list[tuple]] = {}  # module -> the 2-D counter arrays its columns are taken from, per log
-    ops_parts: list[dict[str, np.ndarray]] = []
-    heat_parts: list[dict[str, np.ndarray]] = []
-    names: dict[int, str] = {}
-    mounts: list[tuple[str, str]] = []
-    seen_mounts: set[tuple[str, str]] = set()
-    modules: list[str] = []
-    partial_modules: list[str] = []
-    programs: dict[str, ProgramInfo] = {}
-    starts, ends = [], []
-    runtime_derived = False
-    proc_offset = 0
-    versions: set[str] = set()
-    formats: set[str] = set()
-    jobids: set[int] = set()
-    users: set[str] = set()
-    uids: set[int] = set()
-    metadata: dict[str, str] = {}
-
+    fold = _JobFold(issues, n_ops=sum(len(rec["offset"]) for r in good for mod in ("DXT_POSIX", "DXT_MPIIO")
+                                      if (rec := r.data["mods"].get(mod)) is not None))
     for li, r in enumerate(good):
+        fold.add_log(li, r)
+    return fold.profile(results, good, job_id)
+
+
+class _JobFold:
+    """The pieces of one job's profile, accumulated log by log."""
+
+    def __init__(self, issues: list[LoadIssue], n_ops: int) -> None:
+        self.issues = issues
+        self.proc_cols: dict[str, list[np.ndarray]] = {k: [] for k in ("proc", "log", "rank", "pid", "host", "exe", "log_path",
+                                                                       "start_s", "end_s", "partial")}
+        self.counters: dict[str, list[dict[str, np.ndarray]]] = {}
+        self.blocks: dict[str, list[tuple]] = {}  # module -> the 2-D counter arrays its columns are taken from, per log
+        self.ops = OpsBuilder(n_ops)
+        self.heat_parts: list[dict[str, np.ndarray]] = []
+        self.names: dict[int, str] = {}
+        self.mounts: list[tuple[str, str]] = []
+        self.seen_mounts: set[tuple[str, str]] = set()
+        self.modules: list[str] = []
+        self.partial_modules: list[str] = []
+        self.programs: dict[str, ProgramInfo] = {}
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self.runtime_derived = False
+        self.proc_offset = 0
+        self.versions: set[str] = set()
+        self.formats: set[str] = set()
+        self.jobids: set[int] = set()
+        self.users: set[str] = set()
+        self.uids: set[int] = set()
+        self.metadata: dict[str, str] = {}
+
+    # -- one log ----------------------------------------------------------------------------------------
+    def add_log(self, li: int, r: LogResult) -> None:
         d = r.data
-        h = d["header"]
-        nprocs = _plausible_nprocs(d, r.path, issues)
+        nprocs = _plausible_nprocs(d, r.path, self.issues)
+        start, end = self._times(r)
+        exe, pid = self._header_facts(r, nprocs)
+        partial = self._module_status(r)
+        self._processes(li, r, nprocs, start, end, exe, pid, partial)
+        self._check_ranks(r, nprocs)
+        offset = self.proc_offset
+
+        def to_proc(ranks: np.ndarray) -> np.ndarray:
+            return np.where((ranks >= 0) & (ranks < nprocs), ranks + offset, -1)
+
+        self._counter_rows(li, d, to_proc)
+        self._dxt_ops(d, to_proc, start)
+        self._heatmap(d, to_proc, start)
+        self.proc_offset += nprocs
+
+    def _times(self, r: LogResult) -> tuple[float, float]:
+        d, h = r.data, r.data["header"]
         start = _log_start(h)
         end = h["end_sec"] + h["end_nsec"] * 1e-9
         if h["end_sec"] <= 0 or end < start:
             derived = _derived_end(d, start)
             end = derived if derived is not None else start
-            runtime_derived = True
-            issues.append(LoadIssue(path=r.path, kind="no-end-time", cause="the log header has no end time (the process was killed); run time is derived from the last recorded I/O"))
-        starts.append(start)
-        ends.append(end)
-        names.update(d.get("names", {}))
+            self.runtime_derived = True
+            self.issues.append(LoadIssue(path=r.path, kind="no-end-time", cause="the log header has no end time (the process was "
+                                         "killed); run time is derived from the last recorded I/O"))
+        self.starts.append(start)
+        self.ends.append(end)
+        return start, end
+
+    def _header_facts(self, r: LogResult, nprocs: int) -> tuple[str, int]:
+        d, h = r.data, r.data["header"]
+        self.names.update(d.get("names", {}))
         for m in h["mounts"]:
-            if m not in seen_mounts:  # a set: real logs list 20-60 mounts
-                seen_mounts.add(m)
-                mounts.append(m)
+            if m not in self.seen_mounts:  # a set: real logs list 20-60 mounts
+                self.seen_mounts.add(m)
+                self.mounts.append(m)
         if h["metadata"].get("lib_ver"):
-            versions.add(h["metadata"]["lib_ver"])
-        formats.add(h["log_format"])
-        jobids.add(h["jobid"])
-        uids.add(h["uid"])
-        metadata.update(h["metadata"])
+            self.versions.add(h["metadata"]["lib_ver"])
+        self.formats.add(h["log_format"])
+        self.jobids.add(h["jobid"])
+        self.uids.add(h["uid"])
+        self.metadata.update(h["metadata"])
         parsed = parse_log_name(r.path)
         if parsed.get("user") and not parsed["user"].isdigit():
-            users.add(parsed["user"])
+            self.users.add(parsed["user"])
         pid = int(parsed["pid"]) if parsed.get("pid") else -1
         exe_full = h["exe"]
         exe = exe_full.split(" ", 1)[0] if exe_full else ""
         args = exe_full.split(" ", 1)[1] if " " in exe_full else ""
-        prog = programs.setdefault(exe, ProgramInfo(exe=exe, args=args, nprocs=0, logs=[]))
+        prog = self.programs.setdefault(exe, ProgramInfo(exe=exe, args=args, nprocs=0, logs=[]))
         prog.nprocs += nprocs
         prog.logs.append(r.path)
+        return exe, pid
 
+    def _module_status(self, r: LogResult) -> bool:
+        """Modules present and partial; whether this log lost anything."""
+        d, h = r.data, r.data["header"]
         log_partial = False
         for mod, info in h["modules"].items():
-            if mod not in modules:
-                modules.append(mod)
+            if mod not in self.modules:
+                self.modules.append(mod)
             if info["partial"]:
                 log_partial = True
-                if mod not in partial_modules:
-                    partial_modules.append(mod)
-                issues.append(_partial_issue(r.path, mod))
+                if mod not in self.partial_modules:
+                    self.partial_modules.append(mod)
+                self.issues.append(_partial_issue(r.path, mod))
         for mod, cause in d["losses"]:
             log_partial = True
-            if mod not in partial_modules:
-                partial_modules.append(mod)
-            issues.append(LoadIssue(path=r.path, kind="truncated", module=mod, cause=cause,
-                                    next_step="numbers from this module are a lower bound; the log file is damaged"))
+            if mod not in self.partial_modules:
+                self.partial_modules.append(mod)
+            self.issues.append(LoadIssue(path=r.path, kind="truncated", module=mod, cause=cause,
+                                         next_step="numbers from this module are a lower bound; the log file is damaged"))
+        return log_partial
 
+    def _processes(self, li: int, r: LogResult, nprocs: int, start: float, end: float, exe: str, pid: int,
+                   partial: bool) -> None:
+        d, h = r.data, r.data["header"]
         # hosts per rank from DXT records, when present
         hosts = None
         for mod in ("DXT_POSIX", "DXT_MPIIO"):
@@ -260,31 +307,32 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
                         hosts[rk] = host
         if nprocs == 1 and not (hosts and hosts[0]):
             hosts = [h["metadata"].get("hostname", "")]
+        pc = self.proc_cols
         rank_ids = np.arange(nprocs, dtype="i8")
-        proc_cols["proc"].append(rank_ids + proc_offset)
-        proc_cols["log"].append(np.full(nprocs, li, "i8"))
-        proc_cols["rank"].append(rank_ids)
-        proc_cols["pid"].append(np.full(nprocs, pid if nprocs == 1 else -1, "i8"))
-        proc_cols["host"].append(_objects(hosts) if hosts is not None else _filled(nprocs, ""))
-        proc_cols["exe"].append(_filled(nprocs, exe))
-        proc_cols["log_path"].append(_filled(nprocs, r.path))
-        proc_cols["start_s"].append(np.full(nprocs, start, "f8"))
-        proc_cols["end_s"].append(np.full(nprocs, end, "f8"))
-        proc_cols["partial"].append(np.full(nprocs, log_partial, "?"))
+        pc["proc"].append(rank_ids + self.proc_offset)
+        pc["log"].append(np.full(nprocs, li, "i8"))
+        pc["rank"].append(rank_ids)
+        pc["pid"].append(np.full(nprocs, pid if nprocs == 1 else -1, "i8"))
+        pc["host"].append(_objects(hosts) if hosts is not None else _filled(nprocs, ""))
+        pc["exe"].append(_filled(nprocs, exe))
+        pc["log_path"].append(_filled(nprocs, r.path))
+        pc["start_s"].append(np.full(nprocs, start, "f8"))
+        pc["end_s"].append(np.full(nprocs, end, "f8"))
+        pc["partial"].append(np.full(nprocs, partial, "?"))
 
+    def _check_ranks(self, r: LogResult, nprocs: int) -> None:
+        d = r.data
         bad_ranks = [int(x) for mod in COUNTER_MODULES if (rec := d["mods"].get(mod)) is not None
                      for x in rec["rank"][(rec["rank"] < -1) | (rec["rank"] >= nprocs)][:1].tolist()]
         if bad_ranks:
             n_bad = sum(int(((rec["rank"] < -1) | (rec["rank"] >= nprocs)).sum()) for mod in COUNTER_MODULES
                         if (rec := d["mods"].get(mod)) is not None)
-            issues.append(LoadIssue(path=r.path, kind="damaged-record",
-                                    cause=f"{n_bad:,} record(s) carry a rank outside 0..{nprocs - 1} (e.g. {bad_ranks[0]:,}); "
-                                          "they are counted as records shared by all ranks of the log",
-                                    next_step="per-process numbers for those records are spread evenly"))
+            self.issues.append(LoadIssue(path=r.path, kind="damaged-record",
+                                         cause=f"{n_bad:,} record(s) carry a rank outside 0..{nprocs - 1} (e.g. {bad_ranks[0]:,}); "
+                                               "they are counted as records shared by all ranks of the log",
+                                         next_step="per-process numbers for those records are spread evenly"))
 
-        def to_proc(ranks: np.ndarray) -> np.ndarray:
-            return np.where((ranks >= 0) & (ranks < nprocs), ranks + proc_offset, -1)
-
+    def _counter_rows(self, li: int, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray]) -> None:
         for mod in COUNTER_MODULES:
             rec = d["mods"].get(mod)
             if rec is None:
@@ -294,94 +342,107 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
                 cols["file_rec_id"] = rec["file_rec_id"]
             cols.update(zip(rec["counter_names"], rec["counters"].T))
             cols.update(zip(rec["fcounter_names"], rec["fcounters"].T))
-            counters.setdefault(mod, []).append(cols)
-            blocks.setdefault(mod, []).append(((tuple(rec["counter_names"]), rec["counters"]), (tuple(rec["fcounter_names"]), rec["fcounters"])))
+            self.counters.setdefault(mod, []).append(cols)
+            self.blocks.setdefault(mod, []).append(((tuple(rec["counter_names"]), rec["counters"]),
+                                                    (tuple(rec["fcounter_names"]), rec["fcounters"])))
         lus = d["mods"].get("LUSTRE")
         if lus is not None:
-            counters.setdefault("LUSTRE", []).append({
+            self.counters.setdefault("LUSTRE", []).append({
                 "log": np.full(len(lus["file_id"]), li, "i8"), "proc": to_proc(lus["rank"]), "rank": lus["rank"],
                 "file_id": lus["file_id"], "stripe_size": lus["stripe_size"], "stripe_count": lus["stripe_count"], "osts": lus["osts"],
             })
+
+    def _dxt_ops(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:
+        """DXT segments into the ops columns, in bounded batches (the segments' times are relative to the log)."""
         for mod, code in (("DXT_POSIX", OPS_MODULE["POSIX"]), ("DXT_MPIIO", OPS_MODULE["MPIIO"])):
             rec = d["mods"].get(mod)
             if rec is None or not len(rec["offset"]):
                 continue
-            n = len(rec["offset"])
-            ops_parts.append({
-                "proc": to_proc(rec["rank"]), "thread": np.full(n, -1, "i8"), "file_id": rec["file_id"],
-                "module": np.full(n, code, "i1"), "op": np.where(rec["is_write"], OP["write"], OP["read"]).astype("i1"),
-                "offset": rec["offset"], "length": rec["length"],
-                "start_s": rec["start"] + start, "end_s": rec["end"] + start,
-            })
+            for sl in chunks(len(rec["offset"])):
+                self.ops.add({
+                    "proc": to_proc(rec["rank"][sl]), "thread": -1, "file_id": rec["file_id"][sl], "module": code,
+                    "op": np.where(rec["is_write"][sl], OP["write"], OP["read"]),
+                    "offset": rec["offset"][sl], "length": rec["length"][sl],
+                    "start_s": rec["start"][sl] + start, "end_s": rec["end"][sl] + start,
+                })
+
+    def _heatmap(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:
         hm = d["mods"].get("HEATMAP")
-        if hm is not None and len(hm["nbins"]):
-            nb = hm["nbins"]
-            rec_mod = []
-            for fid in hm["rec_file_id"].tolist():
-                name = d.get("names", {}).get(fid, "")
-                m = name.split(":", 1)[1] if name.startswith("heatmap:") else "POSIX"
-                rec_mod.append(OPS_MODULE.get(m.replace("-", ""), OPS_MODULE["POSIX"]))
-            rec_idx = np.repeat(np.arange(len(nb)), nb)
-            first = np.concatenate([[0], np.cumsum(nb)[:-1]])
-            bins = np.arange(int(nb.sum())) - np.repeat(first, nb)
-            width = hm["bin_width_s"][rec_idx]
-            heat_parts.append({
-                "proc": to_proc(hm["rec_rank"])[rec_idx], "module": np.asarray(rec_mod, "i1")[rec_idx], "bin": bins.astype("i8"),
-                "start_s": start + bins * width, "end_s": start + (bins + 1) * width,
-                "read_bytes": hm["read_bins"], "write_bytes": hm["write_bins"],
-            })
-        proc_offset += nprocs
+        if hm is None or not len(hm["nbins"]):
+            return
+        nb = hm["nbins"]
+        rec_mod = []
+        for fid in hm["rec_file_id"].tolist():
+            name = d.get("names", {}).get(fid, "")
+            m = name.split(":", 1)[1] if name.startswith("heatmap:") else "POSIX"
+            rec_mod.append(OPS_MODULE.get(m.replace("-", ""), OPS_MODULE["POSIX"]))
+        rec_idx = np.repeat(np.arange(len(nb)), nb)
+        first = np.concatenate([[0], np.cumsum(nb)[:-1]])
+        bins = np.arange(int(nb.sum())) - np.repeat(first, nb)
+        width = hm["bin_width_s"][rec_idx]
+        self.heat_parts.append({
+            "proc": to_proc(hm["rec_rank"])[rec_idx], "module": np.asarray(rec_mod, "i1")[rec_idx], "bin": bins.astype("i8"),
+            "start_s": start + bins * width, "end_s": start + (bins + 1) * width,
+            "read_bytes": hm["read_bins"], "write_bytes": hm["write_bins"],
+        })
 
-    # files table: every id seen in a counters/ops table, with its path and file system
-    id_parts = [c["file_id"] for parts in counters.values() for c in parts] + [p["file_id"] for p in ops_parts]
-    fid_arr = np.unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
-    get_name = names.get
-    ids = fid_arr.tolist()
-    paths = list(map(get_name, ids))  # C-level; the few unnamed ids (None) are fixed below
-    if None in paths:
-        paths = [n if n is not None else f"<unnamed {i:016x}>" for i, n in zip(ids, paths)]
-    mount_col, fs_col = _fs_lookup(mounts)(paths)
-    files = Table._trusted({"file_id": fid_arr, "path": _objects(paths), "mount": mount_col, "fs_type": fs_col})
+    # -- the job ----------------------------------------------------------------------------------------
+    def _files(self, ops: Table) -> Table:
+        """Every id seen in a counters/ops table, with its path and file system."""
+        id_parts = [c["file_id"] for parts in self.counters.values() for c in parts]
+        if len(ops):
+            id_parts.append(np.unique(ops["file_id"]))
+        fid_arr = np.unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
+        get_name = self.names.get
+        ids = fid_arr.tolist()
+        paths = list(map(get_name, ids))  # C-level; the few unnamed ids (None) are fixed below
+        if None in paths:
+            paths = [n if n is not None else f"<unnamed {i:016x}>" for i, n in zip(ids, paths)]
+        mount_col, fs_col = _fs_lookup(self.mounts)(paths)
+        return Table._trusted({"file_id": fid_arr, "path": _objects(paths), "mount": mount_col, "fs_type": fs_col})
 
-    first = good[0].data["header"]
-    start = min(starts)
-    end = max(ends)
-    prog_list = list(programs.values())
-    main = max(prog_list, key=lambda p: p.nprocs)
-    if job_id is None:
-        job_id = str(next(iter(jobids))) if len(jobids) == 1 else "+".join(str(j) for j in sorted(jobids))
-    job = JobInfo(
-        job_id=job_id,
-        uid=next(iter(uids)) if len(uids) == 1 else None,
-        user=next(iter(users)) if len(users) == 1 else (",".join(sorted(users)) or None),
-        exe=main.exe if len(prog_list) == 1 else " + ".join(p.exe for p in prog_list),
-        args=main.args if len(prog_list) == 1 else "",
-        nprocs=int(proc_offset),
-        start_s=start,
-        end_s=end,
-        runtime_s=max(end - start, 0.0) if len(good) > 1 or runtime_derived else float(first["runtime_s"]),
-        runtime_derived=runtime_derived,
-        darshan_version=",".join(sorted(versions)) or None,
-        log_format=",".join(sorted(formats)),
-        collector="darshan",
-        modules=modules,
-        partial_modules=partial_modules,
-        mounts=mounts,
-        metadata=metadata,
-        programs=prog_list,
-        logs=[r.path for r in results],
-        blind_spots=[],
-    )
-    prof = JobProfile(
-        job=job,
-        processes=Table._trusted({k: np.concatenate(v) if len(v) > 1 else v[0] for k, v in proc_cols.items()}),
-        files=files,
-        counters={m: _counter_table(parts, blocks.get(m)) for m, parts in counters.items()},
-        ops=_concat_sorted(ops_parts),
-        heatmap=Table.concat(Table(h) for h in heat_parts) if heat_parts else empty_table("heatmap"),
-        issues_seen=issues,
-    )
-    return prof
+    def _job(self, results: Sequence[LogResult], good: Sequence[LogResult], job_id: str | None) -> JobInfo:
+        first = good[0].data["header"]
+        start, end = min(self.starts), max(self.ends)
+        prog_list = list(self.programs.values())
+        main = max(prog_list, key=lambda p: p.nprocs)
+        if job_id is None:
+            job_id = str(next(iter(self.jobids))) if len(self.jobids) == 1 else "+".join(str(j) for j in sorted(self.jobids))
+        users = self.users
+        return JobInfo(
+            job_id=job_id,
+            uid=next(iter(self.uids)) if len(self.uids) == 1 else None,
+            user=next(iter(users)) if len(users) == 1 else (",".join(sorted(users)) or None),
+            exe=main.exe if len(prog_list) == 1 else " + ".join(p.exe for p in prog_list),
+            args=main.args if len(prog_list) == 1 else "",
+            nprocs=int(self.proc_offset),
+            start_s=start,
+            end_s=end,
+            runtime_s=max(end - start, 0.0) if len(good) > 1 or self.runtime_derived else float(first["runtime_s"]),
+            runtime_derived=self.runtime_derived,
+            darshan_version=",".join(sorted(self.versions)) or None,
+            log_format=",".join(sorted(self.formats)),
+            collector="darshan",
+            modules=self.modules,
+            partial_modules=self.partial_modules,
+            mounts=self.mounts,
+            metadata=self.metadata,
+            programs=prog_list,
+            logs=[r.path for r in results],
+            blind_spots=[],
+        )
+
+    def profile(self, results: Sequence[LogResult], good: Sequence[LogResult], job_id: str | None) -> JobProfile:
+        ops = self.ops.finish()
+        return JobProfile(
+            job=self._job(results, good, job_id),
+            processes=Table._trusted({k: np.concatenate(v) if len(v) > 1 else v[0] for k, v in self.proc_cols.items()}),
+            files=self._files(ops),
+            counters={m: _counter_table(parts, self.blocks.get(m)) for m, parts in self.counters.items()},
+            ops=ops,
+            heatmap=Table.concat(Table(h) for h in self.heat_parts) if self.heat_parts else empty_table("heatmap"),
+            issues_seen=self.issues,
+        )
 
 
 def _counter_table(parts: list[dict[str, np.ndarray]], blocks: list[tuple] | None) -> Table:
@@ -405,17 +466,6 @@ def _objects(values: list) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
-
-
-def _concat_sorted(parts: list[dict[str, np.ndarray]]) -> Table:
-    if not parts:
-        return empty_table("ops")
-    t = Table.concat(Table(p) for p in parts)
-    st = t["start_s"]
-    if len(st) < 2 or bool(np.all(st[1:] >= st[:-1])):  # already in time order (DXT usually is): a stable sort keeps it
-        return t
-    order = np.argsort(st, kind="stable")
-    return t.take(order)
 
 
 def load_job(

@@ -29,10 +29,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 
 from ..profile import OP, JobProfile, Table
+from . import batches
 
 # Darshan access-size buckets: suffix and upper edge in bytes
 SIZE_BUCKETS: tuple[tuple[str, float], ...] = (
@@ -511,7 +513,6 @@ class Metrics:
     file_ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, "i8"))  # processes touching each file
     dxt_complete: bool = False
     critical_io_s: float = 0.0  # largest per-process I/O time (the I/O critical path)
-    rw_sorted: Table | None = None  # POSIX read/write ops sorted by (proc, file, op, start); see posix_rw_sorted
     ops_file_procs: tuple | None = None  # (file ids, distinct processes per file) from ops; see ops_procs_per_file
     peers: np.ndarray | None = None  # see peer_mask
 
@@ -690,20 +691,6 @@ def metrics_of(profile: JobProfile) -> Metrics:
     return m
 
 
-def posix_rw_sorted(profile: JobProfile) -> Table:
-    """POSIX read/write ops sorted by (proc, file, op kind, start); sorted once per profile."""
-    m = metrics_of(profile)
-    if m.rw_sorted is None:
-        o = profile.ops
-        if len(o):
-            keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
-            t = o if keep.all() else o.filter(keep)
-        else:
-            t = o
-        m.rw_sorted = t if _lex_sorted(t) else t.take(np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"])))
-    return m.rw_sorted
-
-
 def isin(a: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``np.isin(a, values)``; for a handful of values, by comparisons (no sort of a large ``a``)."""
     values = np.asarray(values)
@@ -716,20 +703,33 @@ def isin(a: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _lex_sorted(t: Table) -> bool:
-    """Whether rows already run in (proc, file_id, op, start_s) order, so that the stable lexsort is the identity."""
-    if len(t) < 2:
+    """Whether rows already run in (proc, file_id, op, start_s) order, so that the stable lexsort is the identity.
+    Checked over bounded batches of adjacent pairs (a few bytes per row of the batch, not copies of the columns)."""
+    n = len(t)
+    if n < 2:
         return True
     keys = [t["proc"], t["file_id"], t["op"], t["start_s"]]
-    undecided = np.ones(len(t) - 1, bool)  # pairs equal on every key so far
-    for k, a in enumerate(keys):
-        lo, hi = a[:-1], a[1:]
-        if k == len(keys) - 1:
-            return bool(np.all(hi[undecided] >= lo[undecided]))
-        if np.any(hi[undecided] < lo[undecided]):
-            return False
-        undecided &= hi == lo
-        if not undecided.any():
-            return True
+    step = batches.CHUNK_OPS
+    for lo in range(0, n - 1, step):
+        hi = min(lo + step, n - 1)
+        undecided = None  # pairs of this batch equal on every key so far (None: all of them)
+        for k, a in enumerate(keys):
+            x, y = a[lo:hi], a[lo + 1:hi + 1]
+            if undecided is not None:
+                x, y = x[undecided], y[undecided]
+            if k == len(keys) - 1:
+                if not np.all(y >= x):
+                    return False
+                break
+            if np.any(y < x):
+                return False
+            eq = y == x
+            if undecided is None:
+                undecided = eq
+            else:
+                undecided[undecided] = eq
+            if not undecided.any():
+                break
     return True
 
 
@@ -755,16 +755,71 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
     return m.ops_file_procs
 
 
-def ops_groups(profile: JobProfile, mask=None) -> tuple[Table, np.ndarray]:
-    """Sorted POSIX read/write ops (optionally only rows where ``mask(table)`` holds) and a
-    'same (proc, file, op) group as the previous row' flag."""
-    t = posix_rw_sorted(profile)
-    if mask is not None and len(t):
-        t = t.filter(mask(t))
-    same = np.zeros(len(t), bool)
-    if len(t):
-        same[1:] = (t["proc"][1:] == t["proc"][:-1]) & (t["file_id"][1:] == t["file_id"][:-1]) & (t["op"][1:] == t["op"][:-1])
-    return t, same
+def ops_group_chunks(profile: JobProfile, mask=None,
+                     columns: tuple[str, ...] = ("proc", "file_id", "op", "offset", "length"),
+                     chunk: int | None = None) -> Iterator[tuple[Table, np.ndarray, dict | None]]:
+    """POSIX read/write ops (optionally only rows where ``mask(table)`` holds, a per-row test) in (proc, file, op,
+    start) order, in batches of at most ``chunk`` rows: ``(table, same, prev)`` where ``same[k]`` says row k is in
+    the same (proc, file, op) group as the row before it (for the first row of a batch: the last row of the
+    previous batch) and ``prev`` holds that previous row's ``columns`` (None for the first batch).
+
+    The rows are selected before they are sorted and only ``columns`` are copied, batch by batch: the memory is the
+    sort order of the selected rows (8 bytes each) plus one batch, never a sorted copy of the ops table.  The order
+    is that of sorting every read/write and filtering (the sort is stable)."""
+    o = profile.ops
+    if not len(o):
+        return
+    keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
+    if mask is not None:
+        keep &= mask(o)
+    everything = bool(keep.all())
+    # the order of the selected rows is their order in a stable sort of all rows: sort (or check) the columns
+    # themselves, then drop the rows not selected (no copy of the key columns)
+    if _lex_sorted(o):
+        idx = None if everything else np.flatnonzero(keep)
+    else:
+        idx = np.lexsort((o["start_s"], o["op"], o["file_id"], o["proc"]))
+        if not everything:
+            idx = idx[keep[idx]]
+    del keep
+    n = len(o) if idx is None else len(idx)
+    chunk = chunk or batches.CHUNK_OPS
+    cols = tuple(dict.fromkeys(("proc", "file_id", "op") + tuple(columns)))
+    prev = None
+    for lo in range(0, n, chunk):
+        rows = slice(lo, min(lo + chunk, n)) if idx is None else idx[lo:lo + chunk]
+        t = Table._trusted({c: o[c][rows] for c in cols})
+        p, f, op = t["proc"], t["file_id"], t["op"]
+        same = np.zeros(len(t), bool)
+        same[1:] = (p[1:] == p[:-1]) & (f[1:] == f[:-1]) & (op[1:] == op[:-1])
+        if prev is not None:
+            same[0] = prev["proc"] == p[0] and prev["file_id"] == f[0] and prev["op"] == op[0]
+        yield t, same, prev
+        prev = {c: t[c][-1] for c in cols}
+
+
+def previous_rows(t: Table, prev: dict | None, column: str) -> np.ndarray:
+    """``column`` of the row before each row of a batch from ``ops_group_chunks`` (0 before the very first row)."""
+    a = t[column]
+    out = np.empty_like(a)
+    if len(a):
+        out[0] = prev[column] if prev is not None else 0
+        out[1:] = a[:-1]
+    return out
+
+
+def merge_counts(acc: dict, values: np.ndarray) -> None:
+    """Add the occurrences of each value to ``acc`` (value -> count)."""
+    if len(values):
+        u, c = np.unique(values, return_counts=True)
+        for v, k in zip(u.tolist(), c.tolist()):
+            acc[v] = acc.get(v, 0) + k
+
+
+def mode_of(counts: dict) -> tuple[int, int]:
+    """(most common value, its count); the smallest such value on a tie (as ``np.unique`` + ``argmax``)."""
+    best = max(counts.values())
+    return min(v for v, k in counts.items() if k == best), best
 
 
 def fmt_bytes(n: float) -> str:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..profile import OP, JobProfile
+from . import batches
+from .batches import chunks
 from .metrics import group_sum, memo, metrics_of
 
 
@@ -59,30 +61,69 @@ class TimeModel:
 
 
 def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
-    """Per process, the total length of the union of its [start, end] intervals (one sort, no Python loop)."""
+    """Per process, the total length of the union of its [start, end] intervals.
+
+    Processes are taken in batches of whole processes of about ``CHUNK_OPS`` operations (one stable sort of the
+    process column, 8 bytes per operation), each batch with one vectorized pass: the temporaries are bounded by
+    the batch instead of being several copies of every operation.  ``proc`` holds values in 0..n-1."""
     if not len(proc) or n <= 0:
         return np.zeros(max(n, 0))
     t0 = float(start.min())
-    s = start - t0
-    e = np.maximum(end - t0, s)
-    order = np.lexsort((s, proc))
-    p, s, e = proc[order], s[order], e[order]
-    first = np.ones(len(p), bool)
-    first[1:] = p[1:] != p[:-1]
-    # a running maximum of the end times that restarts with each process: shift each process's times by
-    # its group number times the whole span, so that maxima never carry over from the previous process
-    span = float(e.max()) + 1.0
-    off = (np.cumsum(first) - 1) * span
-    cm = np.maximum.accumulate(e + off) - off
-    prev = np.empty_like(cm)
-    prev[0] = -1.0
-    prev[1:] = cm[:-1]
-    new_run = first | (s > prev)
-    run = np.cumsum(new_run) - 1
-    run_end = np.zeros(int(run[-1]) + 1)
-    np.maximum.at(run_end, run, cm)
-    lengths = run_end - s[new_run]
-    return np.bincount(np.clip(p[new_run], 0, n - 1), weights=lengths, minlength=n)[:n]
+    span = -np.inf
+    for sl in chunks(len(start)):
+        s = start[sl] - t0
+        span = max(span, float(np.maximum(end[sl] - t0, s).max()))
+    span += 1.0
+    by_proc = None if bool(np.all(proc[1:] >= proc[:-1])) else np.argsort(proc, kind="stable")
+    counts = np.bincount(proc)
+    bounds = np.cumsum(counts)
+    out = np.zeros(n)
+    lo, group_base = 0, 0
+    present = np.flatnonzero(counts)
+    k = 0
+    while k < len(present):
+        # whole processes, at least one, up to CHUNK_OPS operations
+        j = k + 1
+        while j < len(present) and bounds[present[j]] - lo <= batches.CHUNK_OPS:
+            j += 1
+        hi = int(bounds[present[j - 1]])
+        idx = slice(lo, hi) if by_proc is None else by_proc[lo:hi]
+        p = proc[idx]
+        s = start[idx] - t0
+        e = np.maximum(end[idx] - t0, s)
+        if not (bool(np.all(s[1:] >= s[:-1])) if j - k == 1 else _sorted_by(p, s)):
+            order = np.lexsort((s, p))
+            p, s, e = p[order], s[order], e[order]
+            del order
+        first = np.ones(len(p), bool)
+        first[1:] = p[1:] != p[:-1]
+        # a running maximum of the end times that restarts with each process: shift each process's times by
+        # its group number (over the whole job) times the whole span, so maxima never carry over between processes
+        off = (group_base + np.cumsum(first) - 1) * span
+        cm = np.maximum.accumulate(e + off) - off
+        del off, e
+        prev = np.empty_like(cm)
+        prev[0] = -1.0
+        prev[1:] = cm[:-1]
+        new_run = first | (s > prev)
+        del prev
+        # each run's end: the largest running maximum inside it (cm >= 0: every time is measured from t0)
+        run_end = np.maximum.reduceat(cm, np.flatnonzero(new_run))
+        lengths = run_end - s[new_run]
+        out += np.bincount(np.clip(p[new_run], 0, n - 1), weights=lengths, minlength=n)[:n]
+        group_base += j - k
+        lo, k = hi, j
+    return out
+
+
+def _sorted_by(g: np.ndarray, t: np.ndarray) -> bool:
+    """Whether rows already run in (g, t) order (a stable lexsort by (g, t) would move nothing)."""
+    if len(g) < 2:
+        return True
+    if np.any(g[1:] < g[:-1]):
+        return False
+    same = g[1:] == g[:-1]
+    return not bool(np.any(t[1:][same] < t[:-1][same]))
 
 
 def _compute(profile: JobProfile) -> TimeModel:
@@ -103,7 +144,9 @@ def _compute(profile: JobProfile) -> TimeModel:
     ops = profile.ops
     if len(ops) and m.dxt_complete:
         rw = ops["op"] <= OP["write"]
-        proc = np.clip(ops["proc"], 0, max(n - 1, 0))
+        proc = ops["proc"]
+        if len(proc) and (int(proc.min()) < 0 or int(proc.max()) > max(n - 1, 0)):  # (a copy only when needed)
+            proc = np.clip(proc, 0, max(n - 1, 0))
         if bool(rw.all()):  # a DXT trace: reads and writes only; metadata seconds come from the counters
             u = _union_per_proc(proc, ops["start_s"], ops["end_s"], n)
             lv = m.level

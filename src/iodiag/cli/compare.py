@@ -68,7 +68,7 @@ def _side(target: str, *, side: str, pick: str | None, take_all: bool, log_tree,
 def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree, job_a=None, job_b=None, take_all=False) -> None:
     from ..recommend.rules import diagnose_with_advice as diagnose
     from ..config import load_config
-    from ..reports.compare import compare_jobs, render_compare_html, render_compare_text
+    from ..reports.compare import compare_jobs, render_compare_html, render_compare_text, summarize_job
 
     from ..errors import UsageError
 
@@ -80,7 +80,11 @@ def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree, job_a=No
     profs = []
     for target, side, pick in ((a, "a", job_a), (b, "b", job_b)):
         prof, _home = _side(target, side=side, pick=pick, take_all=take_all, log_tree=log_tree, cfg=cfg, progress=not json_out)
-        profs.append((prof, diagnose(prof, cfg)))
+        found = diagnose(prof, cfg)
+        # without obfuscation (which learns names from both jobs) a side is summarized at once, so that the
+        # first job's tables are gone before the second is read: memory of one job, not two
+        profs.append((prof if obfuscate else summarize_job(prof), found))
+        del prof
     (prof_a, find_a), (prof_b, find_b) = profs
     if obfuscate:
         from ..reports.obfuscate import Obfuscator, obfuscate_findings, obfuscate_profile

@@ -10,6 +10,7 @@ layers.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
@@ -90,15 +91,30 @@ def collector_note(a: dict, b: dict) -> str | None:
             "can differ with no change in the workload (each collector's blind spots: --json job.blind_spots)")
 
 
-def compare_jobs(a: JobProfile, b: JobProfile, findings_a: Iterable[Finding] = (), findings_b: Iterable[Finding] = (),
-                 *, rel_tol: float = 0.05) -> dict[str, Any]:
+@dataclass(frozen=True)
+class JobSummary:
+    """What a comparison needs of one job: its metrics and reference, without its tables (a caller comparing two
+    large jobs summarizes the first and lets its profile go before reading the second)."""
+
+    metrics: dict[str, Any]
+    ref: dict[str, Any]
+
+
+def summarize_job(profile: JobProfile) -> JobSummary:
+    return JobSummary(metrics=job_metrics(profile), ref=_job_ref(profile))
+
+
+def compare_jobs(a: JobProfile | JobSummary, b: JobProfile | JobSummary, findings_a: Iterable[Finding] = (),
+                 findings_b: Iterable[Finding] = (), *, rel_tol: float = 0.05) -> dict[str, Any]:
     """Metrics of A and B with deltas, modules side by side, findings appeared/resolved/persisting.
 
-    ``verdict`` per metric: "better"/"worse" when it moved by more than
-    ``rel_tol`` in a direction that matters, else "same" (or "changed" for
+    ``a`` and ``b`` are profiles or their ``summarize_job`` summaries.  ``verdict`` per metric: "better"/"worse"
+    when it moved by more than ``rel_tol`` in a direction that matters, else "same" (or "changed" for
     neutral metrics such as bytes).
     """
-    ma, mb = job_metrics(a), job_metrics(b)
+    a = a if isinstance(a, JobSummary) else summarize_job(a)
+    b = b if isinstance(b, JobSummary) else summarize_job(b)
+    ma, mb = a.metrics, b.metrics
     rows = []
     for name, (label, unit, better) in METRICS.items():
         va, vb = ma[name], mb[name]
@@ -141,12 +157,12 @@ def compare_jobs(a: JobProfile, b: JobProfile, findings_a: Iterable[Finding] = (
                                "est_cost_s_a": x.est_cost_s, "est_cost_s_b": y.est_cost_s, "change": change})
     return {
         "schema": SCHEMA,
-        "a": _job_ref(a), "b": _job_ref(b),
+        "a": a.ref, "b": b.ref,
         "layers": {"a": ma["_layers"], "b": mb["_layers"]},
         "metrics": rows,
         "modules": modules,
         "findings": {"appeared": appeared, "resolved": resolved, "persisting": persisting},
-        "notes": [n for n in (collector_note(_job_ref(a), _job_ref(b)),) if n],
+        "notes": [n for n in (collector_note(a.ref, b.ref),) if n],
     }
 
 

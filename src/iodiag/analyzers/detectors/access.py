@@ -13,8 +13,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, metrics_of, module_sums, on_parallel_fs, ops_groups,
-                       pcol, std_file_ids)
+from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, merge_counts, metrics_of, mode_of,
+                       module_sums, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
 from ._common import file_cost, finding, pct, top_files
 from ..context import job_context
 from .layers import rmw_files
@@ -37,18 +37,19 @@ def _may_misalign(profile: JobProfile, cfg: Config) -> bool:
 
 def _dxt_random(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
     """(random ops, ops) of POSIX reads/writes on these files, after removing consecutive/strided/repeat steps."""
-    t, same = ops_groups(profile, lambda t: isin(t["file_id"], fids))
-    if not len(t):
-        return 0, 0
-    off, ln = t["offset"], t["length"]
-    d = np.zeros(len(t), "i8")
-    d[1:] = off[1:] - off[:-1]
-    back = same.copy()
-    back[1:] &= (off[1:] < off[:-1] + ln[:-1]) & (d[1:] != 0)
-    if not back.any():
-        return 0, len(t)
-    u, c = np.unique(d[back], return_counts=True)
-    return int((back & (d != u[c.argmax()])).sum()), len(t)
+    n = n_back = 0
+    steps: dict[int, int] = {}
+    for t, same, prev in ops_group_chunks(profile, lambda t: isin(t["file_id"], fids)):  # bounded batches
+        off = t["offset"]
+        p_off, p_ln = previous_rows(t, prev, "offset"), previous_rows(t, prev, "length")
+        d = off - p_off
+        back = same & (off < p_off + p_ln) & (d != 0)
+        n += len(t)
+        n_back += int(back.sum())
+        merge_counts(steps, d[back])
+    if not n_back:
+        return 0, n
+    return n_back - mode_of(steps)[1], n
 
 
 def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:

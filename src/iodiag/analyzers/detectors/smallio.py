@@ -15,37 +15,53 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, metrics_of, module_sums, ops_groups, size_hist, std_file_ids,
-                       small_bucket_count)
+from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, merge_counts, metrics_of, mode_of, module_sums,
+                       ops_group_chunks, previous_rows, size_hist, small_bucket_count, std_file_ids)
 from ..context import job_context
 from ._common import file_cost, finding, top_files, top_procs
 
 
 def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
-    t, same = ops_groups(profile, lambda t: (t["length"] < size) & isin(t["file_id"], fids))
-    if not len(t):
+    n = n_consec = n_repeat = before = after = 0
+    steps: dict[int, int] = {}
+    open_len, open_bytes = 0, 0.0  # the run of consecutive ops still open at the end of the previous batch
+    # batches of the sorted small ops (bounded memory); a run or a group may continue into the next batch
+    for t, same, prev in ops_group_chunks(profile, lambda t: (t["length"] < size) & isin(t["file_id"], fids)):
+        off, ln = t["offset"], t["length"]
+        p_off, p_ln = previous_rows(t, prev, "offset"), previous_rows(t, prev, "length")
+        consec = same & (off == p_off + p_ln)
+        step = off - p_off
+        other = same & ~consec
+        repeat = other & (step == 0)
+        merge_counts(steps, step[other & ~repeat])
+        n += len(t)
+        n_consec += int(consec.sum())
+        n_repeat += int(repeat.sum())
+        # runs of consecutive ops; with a buffer of `buf` bytes a run costs ceil(bytes / buf) requests.
+        # run 0 of the batch continues the open run (empty when the first row starts a new one)
+        run = np.cumsum(~consec)
+        run_len = np.bincount(run)
+        run_bytes = np.bincount(run, weights=ln)
+        open_len += int(run_len[0])
+        open_bytes += float(run_bytes[0])
+        if len(run_len) > 1:
+            if open_len > 1:
+                before += open_len
+                after += int(np.ceil(open_bytes / buf))
+            done = slice(1, len(run_len) - 1)  # runs closed inside this batch
+            multi = run_len[done] > 1
+            before += int(run_len[done][multi].sum())
+            after += int(np.ceil(run_bytes[done][multi] / buf).sum())
+            open_len, open_bytes = int(run_len[-1]), float(run_bytes[-1])
+    if not n:
         return {}
-    off, ln = t["offset"], t["length"]
-    consec = np.zeros(len(t), bool)
-    consec[1:] = same[1:] & (off[1:] == off[:-1] + ln[:-1])
-    step = np.zeros(len(t), "i8")
-    step[1:] = off[1:] - off[:-1]
-    other = same & ~consec
-    repeat = other & (step == 0)
-    stride, n_stride = 0, 0
-    if (other & ~repeat).any():
-        u, c = np.unique(step[other & ~repeat], return_counts=True)
-        stride, n_stride = int(u[c.argmax()]), int(c.max())
-    # runs of consecutive ops; with a buffer of `buf` bytes a run costs ceil(bytes / buf) requests
-    run = np.cumsum(~consec) - 1
-    run_len = np.bincount(run)
-    run_bytes = np.bincount(run, weights=ln)
-    multi = run_len > 1
-    n_consec = int(consec.sum())
-    return dict(dxt_small_ops=int(len(t)), consecutive_ops=n_consec, strided_ops=n_stride, stride_bytes=stride,
-                same_offset_ops=int(repeat.sum()), random_ops=int(len(t) - n_consec - n_stride - repeat.sum()),
-                ops_in_consecutive_runs=int(run_len[multi].sum()),
-                requests_after_buffering=int(np.ceil(run_bytes[multi] / buf).sum()))
+    if open_len > 1:
+        before += open_len
+        after += int(np.ceil(open_bytes / buf))
+    stride, n_stride = mode_of(steps) if steps else (0, 0)
+    return dict(dxt_small_ops=n, consecutive_ops=n_consec, strided_ops=n_stride, stride_bytes=stride,
+                same_offset_ops=n_repeat, random_ops=n - n_consec - n_stride - n_repeat,
+                ops_in_consecutive_runs=before, requests_after_buffering=after)
 
 
 def _may_hit(profile: JobProfile, cfg: Config) -> bool:

@@ -26,7 +26,8 @@ from ...collectors.embedded.format import (
     NAME_ENTRY_HEADER, OPC, RECORD_DTYPE, RF_FAILED, RF_MEM_UNALIGNED, RF_OFFSET_UNKNOWN,
 )
 from ...errors import InputNotFound
-from ...profile import OP, OPS_MODULE, JobInfo, JobProfile, LoadIssue, ProgramInfo, Table, empty_table
+from ...profile import OP, OPS_MODULE, JobInfo, JobProfile, LoadIssue, ProgramInfo, Table
+from ..batches import OpsBuilder, chunks
 
 __all__ = ["load_traces", "BLIND_SPOTS", "raw_records"]
 
@@ -81,8 +82,8 @@ def _read_names(path: Path) -> dict[int, str]:
     return out
 
 
-def raw_records(path: Path) -> tuple[np.void, np.ndarray]:
-    """(header, records) of one ``.iot`` trace; records still in flight at a kill are dropped."""
+def trace_header(path: Path) -> tuple[np.void, int]:
+    """(header, number of records to read) of one ``.iot`` trace, without reading the records."""
     size = path.stat().st_size
     if size < HEADER_SIZE:
         raise ValueError(f"{size} bytes, shorter than the {HEADER_SIZE}-byte header")
@@ -91,9 +92,13 @@ def raw_records(path: Path) -> tuple[np.void, np.ndarray]:
         raise ValueError("not an iodiag embedded trace (bad magic)")
     if int(hdr["rec_size"]) != RECORD_DTYPE.itemsize:
         raise ValueError(f"record size {int(hdr['rec_size'])} is not {RECORD_DTYPE.itemsize}: written by another collector version")
-    n = min(int(hdr["count"]), int(hdr["cap"]), (size - HEADER_SIZE) // RECORD_DTYPE.itemsize)
-    recs = np.fromfile(path, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
-    return hdr, recs
+    return hdr, min(int(hdr["count"]), int(hdr["cap"]), (size - HEADER_SIZE) // RECORD_DTYPE.itemsize)
+
+
+def raw_records(path: Path) -> tuple[np.void, np.ndarray]:
+    """(header, records) of one ``.iot`` trace; records still in flight at a kill are dropped."""
+    hdr, n = trace_header(path)
+    return hdr, np.fromfile(path, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
 
 
 def _cstr(b: bytes) -> str:
@@ -121,6 +126,12 @@ def _top4(g: np.ndarray, vals: np.ndarray, ngroups: int) -> tuple[np.ndarray, np
     counts = np.zeros((ngroups, 4), "i8")
     if not len(g):
         return values, counts
+    if ngroups == 1:  # one group: the distinct values and their counts, no (group, value) sort
+        pv, cnt = np.unique(vals, return_counts=True)
+        order = np.lexsort((-pv, -cnt))[:4]  # Darshan: higher count first, then larger value
+        values[0, :len(order)] = pv[order]
+        counts[0, :len(order)] = cnt[order]
+        return values, counts
     # distinct (group, value) pairs with their counts, without sorting a structured array (slow in NumPy)
     o = np.lexsort((vals, g))
     gs, vs = g[o], vals[o]
@@ -137,18 +148,46 @@ def _top4(g: np.ndarray, vals: np.ndarray, ngroups: int) -> tuple[np.ndarray, np
     return values, counts
 
 
+def _picker(mask: np.ndarray):
+    """``a[mask]`` as a function; a view (no copy) when the mask keeps every row."""
+    if mask.all():
+        return lambda a: a
+    return lambda a: a[mask]
+
+
+def _sorted_by(g: np.ndarray, t: np.ndarray) -> bool:
+    """Whether rows already run in (g, t) order, so that a stable lexsort by (g, t) would move nothing."""
+    if len(g) < 2:
+        return True
+    for sl in _pair_chunks(len(g)):
+        g0, g1 = g[sl], g[sl.start + 1: sl.stop + 1]
+        if np.any(g1 < g0):
+            return False
+        same = g1 == g0
+        if np.any(t[sl.start + 1: sl.stop + 1][same] < t[sl][same]):
+            return False
+    return True
+
+
+def _pair_chunks(n: int, size: int = 1 << 20):
+    """Slices over the n - 1 adjacent pairs of n rows (pair k is rows k, k + 1), at most ``size`` at a time."""
+    for lo in range(0, n - 1, size):
+        yield slice(lo, min(lo + size, n - 1))
+
+
 def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np.ndarray]:
     """Darshan's per-file access counters for one module, rows sorted by (group, start)."""
     out: dict[str, np.ndarray] = {}
     known = off >= 0
     stride_g, stride_v = [], []
     for kind, sel in (("READ", ~is_write), ("WRITE", is_write)):
-        gg, oo, ll = g[sel], off[sel], ln[sel]
-        dur = (t1[sel] - t0[sel])
+        pick = _picker(sel)
+        gg, oo, ll = pick(g), pick(off), pick(ln)
+        dur = (pick(t1) - pick(t0))
         label = "READS" if kind == "READ" else "WRITES"
         out[f"{prefix}_{label}"] = np.bincount(gg, minlength=ngroups).astype("i8")
         out[f"{prefix}_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}"] = np.bincount(gg, weights=ll, minlength=ngroups).astype("i8")
-        kk = known[sel]
+        kk = pick(known)
         last = np.where(kk, oo + ll - 1, -1)
         # Darshan starts MAX_BYTE_* at 0 (a file never read shows 0)
         out[f"{prefix}_MAX_BYTE_{'READ' if kind == 'READ' else 'WRITTEN'}"] = _group_reduce(np.maximum, gg, last, ngroups, 0)
@@ -162,16 +201,24 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
             consec = kk & (oo == prev_last + 1)
             # Darshan's stride: the gap after the previous op of the same direction, when moving forward
             fwd = kk & (oo > 0) & (oo > prev_last) & (prev_last != 0)
+            gap = oo - prev_last - 1
+            fwd &= gap != 0  # a stride of 0 is never among the common values: dropped here rather than later
             stride_g.append(gg[fwd])
-            stride_v.append((oo - prev_last - 1)[fwd])
+            stride_v.append(gap[fwd])
+            del gap, fwd
             out[f"POSIX_SEQ_{label}"] = np.bincount(gg[seq], minlength=ngroups).astype("i8")
             out[f"POSIX_CONSEC_{label}"] = np.bincount(gg[consec], minlength=ngroups).astype("i8")
             bucket = np.searchsorted(_SIZE_EDGES, ll, side="right")
-            hist = np.bincount(gg * len(SIZE_BUCKETS) + bucket, minlength=ngroups * len(SIZE_BUCKETS)).reshape(ngroups, len(SIZE_BUCKETS))
+            flat = bucket if ngroups == 1 else gg * len(SIZE_BUCKETS) + bucket  # one group (one file): its buckets
+            hist = np.bincount(flat, minlength=ngroups * len(SIZE_BUCKETS)).reshape(ngroups, len(SIZE_BUCKETS))
+            del bucket, flat
             for j, name in enumerate(SIZE_BUCKETS):
                 out[f"POSIX_SIZE_{kind}_{name}"] = hist[:, j].astype("i8")
             # size of the slowest operation
-            if len(gg):
+            if len(gg) and ngroups == 1:  # the slowest op; on a tie the last one (as the stable sort below)
+                sz = np.zeros(1, "i8")
+                sz[0] = ll[len(dur) - 1 - int(np.argmax(dur[::-1]))]
+            elif len(gg):
                 order = np.lexsort((dur, gg))
                 lastrow = np.r_[gg[order][1:] != gg[order][:-1], True]
                 sz = np.zeros(ngroups, "i8")
@@ -179,6 +226,8 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
             else:
                 sz = np.zeros(ngroups, "i8")
             out[f"POSIX_MAX_{kind}_TIME_SIZE"] = sz
+            del prev_last, seq, consec
+        del gg, oo, ll, dur, kk, last  # one direction's temporaries at a time
     if prefix == "POSIX":
         kind = is_write.astype("i1")
         sw = np.zeros(len(kind), bool)  # (np.r_[False, ...] would be one element long for no operations)
@@ -188,8 +237,7 @@ def _access_stats(g, off, ln, is_write, t0, t1, ngroups, prefix) -> dict[str, np
         out["POSIX_FILE_NOT_ALIGNED"] = np.bincount(g[known & (off % FILE_ALIGNMENT != 0)], minlength=ngroups).astype("i8")
         nz = ln != 0  # Darshan never counts a value of 0 among the common values
         av, ac = _top4(g[nz], ln[nz], ngroups)
-        sg, sv_ = np.concatenate(stride_g), np.concatenate(stride_v)
-        sv, sc = _top4(sg[sv_ != 0], sv_[sv_ != 0], ngroups)
+        sv, sc = _top4(np.concatenate(stride_g), np.concatenate(stride_v), ngroups)  # (zero strides dropped above)
         for j in range(4):
             out[f"POSIX_ACCESS{j + 1}_ACCESS"] = av[:, j]
             out[f"POSIX_ACCESS{j + 1}_COUNT"] = ac[:, j]
@@ -206,24 +254,38 @@ def _counters(mod: str, proc, fid, opc, flags, off, ln, t0, t1, proc_start, extr
         tproc = tfid = tsrc = np.zeros(0, "i8")
     kp = np.r_[proc, tproc].astype("i8")
     kf = np.r_[fid.astype("u8"), tfid.astype("u8")]
-    o = np.lexsort((kf, kp))
-    ps, fs = kp[o], kf[o]
-    new = np.r_[True, (ps[1:] != ps[:-1]) | (fs[1:] != fs[:-1])] if len(ps) else np.zeros(0, bool)
-    ginv = np.empty(len(kp), "i8")
-    ginv[o] = np.cumsum(new) - 1
-    ukeys = {"p": ps[new], "f": fs[new]}
-    ngroups = int(new.sum())
+    if len(kp) and kp.min() == kp.max():  # one process (the reader folds process by process): groups are its files
+        uf, ginv = np.unique(kf, return_inverse=True)
+        ginv = ginv.astype("i8", copy=False)
+        ukeys = {"p": np.full(len(uf), kp[0], "i8"), "f": uf}
+        ngroups = len(uf)
+        del uf
+    else:
+        o = np.lexsort((kf, kp))
+        ps, fs = kp[o], kf[o]
+        new = np.r_[True, (ps[1:] != ps[:-1]) | (fs[1:] != fs[:-1])] if len(ps) else np.zeros(0, bool)
+        ginv = np.empty(len(kp), "i8")
+        ginv[o] = np.cumsum(new) - 1
+        ukeys = {"p": ps[new], "f": fs[new]}
+        ngroups = int(new.sum())
+        del o, ps, fs, new
+    del kp, kf
     g_all = ginv[: len(proc)]
     g_tgt = ginv[len(proc):]
-    order = np.lexsort((t0, g_all))
-    g, opc, flags, off, ln, t0, t1 = g_all[order], opc[order], flags[order], off[order], ln[order], t0[order], t1[order]
+    if not _sorted_by(g_all, t0):  # records of one process come nearly in time order: often nothing moves
+        order = np.lexsort((t0, g_all))
+        g, opc, flags, off, ln, t0, t1 = g_all[order], opc[order], flags[order], off[order], ln[order], t0[order], t1[order]
+        del order
+    else:
+        g = g_all
     gproc = ukeys["p"]
     base = proc_start[gproc] if len(gproc) else np.zeros(0)
     cnt = lambda mask: np.bincount(g[mask], minlength=ngroups).astype("i8")  # noqa: E731
     dur = t1 - t0
     is_rw = (opc == OPC["read"]) | (opc == OPC["write"])
-    rw = _access_stats(g[is_rw], np.where(flags[is_rw] & RF_OFFSET_UNKNOWN, -1, off[is_rw]), ln[is_rw],
-                       opc[is_rw] == OPC["write"], t0[is_rw], t1[is_rw], ngroups, mod)
+    pick = _picker(is_rw)
+    rw = _access_stats(pick(g), np.where(pick(flags) & RF_OFFSET_UNKNOWN, -1, pick(off)), pick(ln),
+                       pick(opc) == OPC["write"], pick(t0), pick(t1), ngroups, mod)
 
     def first_start(mask):
         return np.where(cnt(mask) > 0, _group_reduce(np.minimum, g[mask], t0[mask], ngroups, np.inf) - base, 0.0)
@@ -349,6 +411,67 @@ def _fs_of(paths: list[str], mounts: list[tuple[str, str]]) -> tuple[list[str], 
     return mnt, fst
 
 
+def _capped_issue(path: Path, h: np.void, recs: np.ndarray, dropped: int) -> LoadIssue:
+    """What a record cap dropped, and where: every operation after the last one recorded."""
+    where = ""
+    if len(recs):
+        last = (int((recs["start_ns"] + recs["dur_ns"]).max()) - int(h["start_ns"])) * 1e-9
+        where = f" (every operation after {last:.3f} s into process {int(h['pid'])}; its trace is {path.name})"
+    return LoadIssue(
+        path=str(path), kind="partial-module", module="POSIX",
+        cause=f"the record cap of {int(h['cap'])} per process was reached: {dropped} later operations were not recorded"
+              + where,
+        next_step="counts are lower bounds; raise the cap (IODIAG_MAX_RECORDS, or max_records= when preparing the run)")
+
+
+def _ops_batch(proc: int, r: np.ndarray) -> dict[str, np.ndarray]:
+    """ops columns of a chunk of one process's successful records."""
+    opc = r["op"]
+    op = _OPC_TO_OP[opc]
+    is_rw = (op == OP["read"]) | (op == OP["write"])
+    off = r["offset"]
+    offset = np.where(is_rw & ((r["flags"] & RF_OFFSET_UNKNOWN) == 0), off, -1)
+    seek = op == OP["seek"]
+    if seek.any():
+        offset[seek] = off[seek]
+    is_rw |= op == OP["readdir"]
+    return {
+        "proc": proc, "thread": r["tid"], "file_id": r["file_id"],
+        "module": np.where(r["module"] == MODULE_STDIO, OPS_MODULE["STDIO"], OPS_MODULE["POSIX"]),
+        "op": op, "offset": offset, "length": np.where(is_rw, r["length"], 0),
+        "start_s": r["start_ns"].astype("f8") * 1e-9, "end_s": (r["start_ns"] + r["dur_ns"]).astype("f8") * 1e-9,
+    }
+
+
+def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBuilder,
+                  counter_parts: dict[str, list[Table]], ids: set[int]) -> None:
+    """One process's successful records into the job: its ops (in bounded chunks), its counters per module
+    (exact per process: every counter row is one (process, file)) and the file ids it names."""
+    for sl in chunks(len(ok)):
+        builder.add(_ops_batch(i, ok[sl]))
+    if not len(ok):
+        return
+    opc = ok["op"]
+    ids.update(np.unique(ok["file_id"]).tolist())
+    ren = opc == OPC["rename"]
+    if ren.any():
+        ids.update(np.unique(ok["offset"][ren].view("u8")).tolist())
+    for mod, code in (("POSIX", MODULE_POSIX), ("STDIO", MODULE_STDIO)):
+        sel = ok["module"] == code
+        if not sel.any():
+            continue
+        r = ok if sel.all() else ok[sel]  # one module: no copy of the records
+        extra = None
+        if mod == "POSIX":
+            rn = (r["op"] == OPC["rename"]) & (r["offset"] != 0)
+            extra = (np.full(int(rn.sum()), i, "i8"), r["offset"][rn].view("u8"), r["file_id"][rn])
+        t0 = r["start_ns"].astype("f8") * 1e-9
+        t1 = (r["start_ns"] + r["dur_ns"]).astype("f8") * 1e-9
+        counter_parts[mod].append(Table(_counters(mod, np.full(len(r), i, "i8"), r["file_id"], r["op"], r["flags"],
+                                                  r["offset"], r["length"], t0, t1, proc_start, extra)))
+        del r, t0, t1
+
+
 def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
     """Read every process trace in ``trace_dir`` into one ``JobProfile``."""
     trace_dir = Path(trace_dir)
@@ -365,21 +488,21 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
     issues: list[LoadIssue] = []
     traces = sorted(trace_dir.glob("*.iot"))
     headers: list[np.void] = []
-    recs_list: list[np.ndarray] = []
+    counts: list[int] = []
     paths: list[Path] = []
     for p in traces:
         try:
-            hdr, recs = raw_records(p)
+            hdr, n = trace_header(p)
         except (OSError, ValueError) as exc:
             issues.append(LoadIssue(path=str(p), kind="unreadable", cause=str(exc),
                                     next_step="this process's I/O is missing from the job; the trace file is damaged"))
             continue
         headers.append(hdr)
-        recs_list.append(recs)
+        counts.append(n)
         paths.append(p)
     order = sorted(range(len(headers)), key=lambda i: (int(headers[i]["start_ns"]), int(headers[i]["pid"])))
     headers = [headers[i] for i in order]
-    recs_list = [recs_list[i] for i in order]
+    counts = [counts[i] for i in order]
     paths = [paths[i] for i in order]
     if not traces:
         issues.append(LoadIssue(path=str(trace_dir), kind="missing-log",
@@ -396,18 +519,27 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
     proc_cols: dict[str, list] = {k: [] for k in ("proc", "log", "rank", "pid", "ppid", "host", "exe", "args", "log_path",
                                                    "start_s", "end_s", "partial", "end_kind", "exit_status", "records",
                                                    "dropped")}
-    parts = []
     failed_total = inflight_total = dropped_total = 0
     capped_any = False
-    for i, (h, recs, p) in enumerate(zip(headers, recs_list, paths)):
+    # the batch contract (analyzers/batches.py): one process at a time, its ops converted in bounded chunks into
+    # columns allocated once; counters and file ids folded per process
+    builder = OpsBuilder(sum(counts))
+    counter_parts: dict[str, list[Table]] = {"POSIX": [], "STDIO": []}
+    ids: set[int] = set()
+    for i, (h, n, p) in enumerate(zip(headers, counts, paths)):
+        try:
+            recs = np.fromfile(p, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
+        except (OSError, ValueError) as exc:  # vanished or shrank between the header and the records
+            issues.append(LoadIssue(path=str(p), kind="unreadable", cause=str(exc),
+                                    next_step="this process's I/O is missing from the job; the trace file is damaged"))
+            recs = np.zeros(0, RECORD_DTYPE)
         valid = recs["op"] != 0
         inflight = int((~valid).sum())
         recs = recs[valid] if inflight else recs
         failed = (recs["flags"] & RF_FAILED) != 0
-        failed_total += int(failed.sum())
+        n_failed = int(failed.sum())
+        failed_total += n_failed
         inflight_total += inflight
-        ok = recs[~failed]
-        parts.append((i, ok))
         flags = int(h["flags"])
         dropped = int(h["dropped"])
         dropped_total += dropped
@@ -443,57 +575,16 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
                        + (f", {inflight} in flight were lost" if inflight else "")),
                 next_step="numbers for this process stop at the kill; the rest of the job is complete"))
         if capped:
-            issues.append(LoadIssue(
-                path=str(p), kind="partial-module", module="POSIX",
-                cause=f"the record cap of {int(h['cap'])} per process was reached: {dropped} later operations were not recorded",
-                next_step="counts are lower bounds; raise the cap (IODIAG_MAX_RECORDS, or max_records= when preparing the run)"))
+            issues.append(_capped_issue(p, h, recs, dropped))
+        ok = recs[~failed] if n_failed else recs
+        del recs, valid, failed
+        _fold_process(i, ok, proc_start, builder, counter_parts, ids)
+        del ok
 
-    # ---- ops ---------------------------------------------------------------
-    if parts:
-        # one process: its records as read (a concatenation would copy 48 B per operation)
-        allrec = parts[0][1] if len(parts) == 1 else np.concatenate([r for _, r in parts])
-        proc = np.concatenate([np.full(len(r), i, "i8") for i, r in parts])
-        parts = None  # the per-process arrays are in allrec now
-    else:
-        allrec = np.zeros(0, RECORD_DTYPE)
-        proc = np.zeros(0, "i8")
-    opc = allrec["op"]
-    t0 = allrec["start_ns"].astype("f8") * 1e-9
-    t1 = (allrec["start_ns"] + allrec["dur_ns"]).astype("f8") * 1e-9
-    op = _OPC_TO_OP[opc]
-    is_rw = (op == OP["read"]) | (op == OP["write"])
-    off_unknown = (allrec["flags"] & RF_OFFSET_UNKNOWN) != 0
-    offset = np.where(is_rw & ~off_unknown, allrec["offset"], -1)
-    offset = np.where(op == OP["seek"], allrec["offset"], offset)
-    length = np.where(is_rw | (op == OP["readdir"]), allrec["length"], 0)
-    order = np.argsort(t0, kind="stable")
-    ops = Table({
-        "proc": proc[order], "thread": allrec["tid"].astype("i8")[order], "file_id": allrec["file_id"][order],
-        "module": np.where(allrec["module"] == MODULE_STDIO, OPS_MODULE["STDIO"], OPS_MODULE["POSIX"]).astype("i1")[order],
-        "op": op[order], "offset": offset[order].astype("i8"), "length": length[order].astype("i8"),
-        "start_s": t0[order], "end_s": t1[order],
-    }) if len(allrec) else empty_table("ops")
-    del order, offset, length, op, is_rw, off_unknown  # the ops table holds its own sorted copies
-
-    # ---- counters ------------------------------------------------------------
-    counters: dict[str, Table] = {}
-    for mod, code in (("POSIX", MODULE_POSIX), ("STDIO", MODULE_STDIO)):
-        sel = allrec["module"] == code
-        if not sel.any():
-            continue
-        extra = None
-        if mod == "POSIX":
-            ren = sel & (opc == OPC["rename"]) & (allrec["offset"] != 0)
-            extra = (proc[ren], allrec["offset"][ren].view("u8"), allrec["file_id"][ren])
-        pick = (lambda a: a) if sel.all() else (lambda a: a[sel])  # one module: no copies of every column
-        counters[mod] = Table(_counters(mod, pick(proc), pick(allrec["file_id"]), pick(opc), pick(allrec["flags"]),
-                                        pick(allrec["offset"]), pick(allrec["length"]), pick(t0), pick(t1), proc_start,
-                                        extra))
+    ops = builder.finish()
+    counters = {mod: (parts[0] if len(parts) == 1 else Table.concat(parts)) for mod, parts in counter_parts.items() if parts}
 
     # ---- files ---------------------------------------------------------------
-    ids = set(np.unique(allrec["file_id"]).tolist())
-    ren = opc == OPC["rename"]
-    ids.update(np.unique(allrec["offset"][ren].view("u8")).tolist())
     ids.discard(0)
     fid = sorted(ids)
     fpaths = [names.get(i, f"<unnamed {i:016x}>") for i in fid]

@@ -13,7 +13,9 @@ import numpy as np
 MAGIC = b"IODIAGT1"
 FORMAT_VERSION = 1
 HEADER_SIZE = 4096
-DEFAULT_MAX_RECORDS = 4 * 1024 * 1024  # per process: 192 MiB of records at most
+# per process: no practical cap (2^32 records, 192 GiB); the trace grows on disk, not in memory, and the
+# collector reserves less address space (a smaller cap, in the trace header) where ulimit -v refuses this
+DEFAULT_MAX_RECORDS = 1 << 32
 
 RECORD_DTYPE = np.dtype([
     ("op", "u1"), ("module", "u1"), ("flags", "<u2"), ("tid", "<u4"),

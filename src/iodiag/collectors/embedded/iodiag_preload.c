@@ -12,8 +12,9 @@
  * record it completed.  A slot is reserved by an atomic add on the header's
  * count and published by writing its op byte last (release store); a reader
  * skips slots whose op is still 0 (in flight at the kill).  The file grows in
- * chunks up to IODIAG_MAX_RECORDS; past the cap records are counted as
- * dropped and the header is flagged CAPPED (the job is then partial).
+ * chunks up to IODIAG_MAX_RECORDS (default 2^32 per process: every record of a long run is kept,
+ * on disk); past a cap records are counted as dropped and the header is flagged CAPPED (the job is
+ * then partial, and the reader says how many were dropped after which time).
  *
  * Design rules: public glibc symbols (and the 64-bit / __xstat compat
  * variants that wheels built on old glibc call) are interposed and forwarded
@@ -109,7 +110,7 @@ static rec_t *g_recs;
 static int g_fd_trace = -1, g_fd_names = -1;
 static uint64_t g_file_recs; /* records the file currently holds room for */
 static int g_grow_lock;
-static uint64_t g_cap = 4194304;
+static uint64_t g_cap = (uint64_t)1 << 32; /* records per process: no practical cap (disk-bound) */
 static pid_t g_pid;
 static char g_dir[2048];
 static int g_cfg_done;
@@ -287,9 +288,16 @@ static int start_trace(void) {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return 0;
     uint64_t init = g_cap < IOT_CHUNK ? g_cap : IOT_CHUNK;
-    size_t maplen = IOT_HEADER + (size_t)g_cap * sizeof(rec_t);
     if (syscall(SYS_ftruncate, fd, (long)(IOT_HEADER + init * sizeof(rec_t))) != 0) { syscall(SYS_close, fd); return 0; }
-    void *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* the mapping only reserves address space (the file grows in chunks); where an address-space limit
+     * (ulimit -v) refuses it, halve the reservation: the cap then says how many records fit, in the header */
+    void *m = MAP_FAILED;
+    for (;;) {
+        size_t maplen = IOT_HEADER + (size_t)g_cap * sizeof(rec_t);
+        m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED || g_cap <= IOT_CHUNK) break;
+        g_cap /= 2;
+    }
     if (m == MAP_FAILED) { syscall(SYS_close, fd); return 0; }
     hdr_t *h = (hdr_t *)m;
     memcpy(h->magic, IOT_MAGIC, 8);

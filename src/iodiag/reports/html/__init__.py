@@ -196,6 +196,9 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
         "heatmap": "Bytes per second from Darshan's heatmap module (no per-call trace in this log); logarithmic colour scale.",
         "counters": "No trace or heatmap in this log: each cell shows the window between a file's first and last read (or write) on that process, from the counters' timestamps. A window is not busy time.",
     }.get(tl.source, "")
+    if tl.source == "ops":
+        tl_caption += (f" All {tl.totals.get('ops', 0):,} operations are summed onto {tl.n_bins} time bins of "
+                       f"{fmt_number(tl.bin_s)} s (a raster, so the plot costs the same for any trace length).")
     if tl.procs_per_row > 1:
         tl_caption += f" {tl.nprocs:,} processes drawn as {tl.n_rows} rows of {tl.procs_per_row} consecutive processes (mean per row)."
     plots["timeline"] = timed("timeline", lambda: _spec(

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...profile import OP, OPS_MODULE, OPS_MODULES, JobProfile, Table
 from .. import svg
-from ._grid import spread
+from ...analyzers.batches import chunks
+from ._grid import GridSum, spread
 
 MAX_ROWS = 256
 N_BINS = 400
@@ -90,13 +91,22 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
         # one layer only: an MPI-IO call and the POSIX calls under it are the same time (POSIX first)
         layers = np.unique(ops["module"][rw]).tolist()
         layer = OPS_MODULE["POSIX"] if OPS_MODULE["POSIX"] in layers else layers[0]
-        o = ops.filter(rw & (ops["module"] == layer))
-        row = o["proc"] // per_row
-        dur = np.maximum(o["end_s"] - o["start_s"], 0.0)
-        is_r = o["op"] == OP["read"]
-        read = spread(row[is_r], o["start_s"][is_r], o["end_s"][is_r], dur[is_r], t0, bin_s, n_rows, n_bins)
-        write = spread(row[~is_r], o["start_s"][~is_r], o["end_s"][~is_r], dur[~is_r], t0, bin_s, n_rows, n_bins)
-        totals = {"read_s": float(read.sum()), "write_s": float(write.sum()), "module": OPS_MODULES[layer]}
+        del rw
+        # the raster is summed over batches of operations: memory of the grid plus one batch, whatever the trace
+        grids = {OP["read"]: GridSum(t0, bin_s, n_rows, n_bins), OP["write"]: GridSum(t0, bin_s, n_rows, n_bins)}
+        n_ops = 0
+        for sl in chunks(len(ops)):
+            op, mod, proc = ops["op"][sl], ops["module"][sl], ops["proc"][sl]
+            keep = (op <= OP["write"]) & (proc >= 0) & (mod == layer)
+            st, en = ops["start_s"][sl], ops["end_s"][sl]
+            for code, g in grids.items():
+                sel = keep & ((op == OP["read"]) if code == OP["read"] else (op != OP["read"]))
+                if sel.any():
+                    s, e = st[sel], en[sel]
+                    g.add(proc[sel] // per_row, s, e, np.maximum(e - s, 0.0))
+                    n_ops += len(s)
+        read, write = grids[OP["read"]].result(), grids[OP["write"]].result()
+        totals = {"read_s": float(read.sum()), "write_s": float(write.sum()), "module": OPS_MODULES[layer], "ops": n_ops}
         norm = bin_s * np.bincount(np.arange(nprocs) // per_row, minlength=n_rows)[:, None]
         read, write = read / norm, write / norm
     elif len(profile.heatmap):

@@ -1,0 +1,82 @@
+"""The batch path changes nothing but memory: with batches of 997 operations (instead of ~1M), so that every trace
+below is cut into many batches — inside a process, inside a (process, file) group and inside runs of consecutive
+operations — the reports of the DXT corpus logs and of the embedded jobs are their golden reports (test_golden.py),
+and the timeline raster sums to the same busy time.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS
+from iodiag.analyzers import batches
+from iodiag.analyzers.batches import OpsBuilder
+from test_golden import HERE, JOBS, _first_difference, _golden_name, report_of_job, report_of_log
+
+LOGS = [
+    "generated/tight-64B-pwrite-pread-dxt-full/0_python_id2035-2035_11-22-83087-1216503035641033982_1.darshan",
+    "dxt-explorer/sample/jeanbez_8_benchmark_parallel_id45195555_8-6-50011-11681279140261054765_1628283217.darshan",
+    "generated/smallio-metadata-heavy-maxrecords/0_python_id1986-1986_11-22-83074-12837788380125807242_1.darshan",
+    "darshan-logs/darshan_logs/partial_data_dxt/partial_data_dxt.darshan",
+    "darshan-logs/darshan_logs/nonmpi_dxt_anonymized/nonmpi_dxt_anonymized.darshan",
+]
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr(batches, "CHUNK_OPS", 997)
+
+
+def _same_as_golden(name: str, got: dict) -> None:
+    want = json.loads((HERE / name).read_text(encoding="utf-8"))
+    got = json.loads(json.dumps(got, sort_keys=True))
+    diff = _first_difference(want, got)
+    assert not diff, f"{name}: batches of 997 changed the report: {diff}"
+
+
+@pytest.mark.parametrize("rel", LOGS)
+def test_small_batches_give_the_golden_report_of_dxt_logs(rel, small_batches):
+    path = CORPUS / rel
+    if not path.is_file():
+        pytest.skip(f"corpus log {rel} not found")
+    _same_as_golden(_golden_name(rel), report_of_log(path))
+
+
+@pytest.mark.parametrize("job", ["g1", "g2", "g3"])
+def test_small_batches_give_the_golden_report_of_embedded_jobs(job, small_batches):
+    _same_as_golden(f"job-{job}.json", report_of_job(JOBS / job))
+
+
+def test_timeline_raster_is_the_same_in_small_batches(monkeypatch):
+    from iodiag.analyzers.load import load_job
+    from iodiag.reports.plots.timeline import io_timeline
+
+    path = CORPUS / LOGS[0]
+    if not path.is_file():
+        pytest.skip("corpus log not found")
+    prof = load_job([str(path)])
+    whole = io_timeline(prof)
+    monkeypatch.setattr(batches, "CHUNK_OPS", 997)
+    cut = io_timeline(prof)
+    assert whole.source == cut.source == "ops"
+    for col in ("read", "write"):
+        assert np.allclose(whole.grid(col), cut.grid(col), rtol=1e-9, atol=1e-12)
+    assert whole.totals["write_s"] == pytest.approx(cut.totals["write_s"], rel=1e-9)
+    # the raster holds the busy time of the trace: the sum of the write durations
+    o = prof.ops
+    w = o["op"] == 1
+    assert cut.totals["write_s"] == pytest.approx(float((o["end_s"] - o["start_s"])[w].sum()), rel=1e-6)
+
+
+def test_ops_builder_orders_batches_by_time_one_column_at_a_time():
+    b = OpsBuilder(10)
+    cols = ("proc", "thread", "file_id", "module", "op", "offset", "length")
+    b.add({**{c: np.array([0, 0, 0]) for c in cols}, "start_s": np.array([1.0, 3.0, 5.0]), "end_s": np.array([2.0, 4.0, 6.0])})
+    b.add({**{c: np.array([1, 1]) for c in cols}, "start_s": np.array([2.0, 3.0]), "end_s": np.array([2.5, 3.5])})
+    t = b.finish()
+    assert len(t) == 5 and t["start_s"].tolist() == [1.0, 2.0, 3.0, 3.0, 5.0]
+    assert t["proc"].tolist() == [0, 1, 0, 1, 0]  # equal start times keep the order they were added in
+    assert t["proc"].dtype == np.int64 and t["op"].dtype == np.int8 and len(t["offset"]) == 5  # unused tail dropped

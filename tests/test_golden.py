@@ -6,7 +6,9 @@ volume shows up here as a failing comparison naming the first differing field.
 Compared: the whole report (schema iodiag.report/1) except
 - paths of the corpus and of the job fixtures (replaced by <corpus> and <job>: they depend on the checkout), and
 - the ``recommendation`` text of findings (advice wording is owned by recommend/ and changes on its own; the
-  finding id, severity, title, evidence, files, processes and est_cost_s are still compared).
+  finding id, severity, title, evidence, files, processes and est_cost_s are still compared), and
+- the ``notes`` of recommendations (what the trained model says of itself changes with every retraining; the
+  recommendations' settings, changes, expected speedups and addressed findings are still compared).
 
 Regenerate after an intended change, then read the diff of tests/golden/ before committing it:
     IODIAG_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py -q
@@ -48,7 +50,7 @@ def _golden_name(rel: str) -> str:
 def _strip(obj, root: str, tag: str):
     """The report with machine-dependent paths replaced and recommendation text dropped."""
     if isinstance(obj, dict):
-        return {k: _strip(v, root, tag) for k, v in obj.items() if k != "recommendation"}
+        return {k: _strip(v, root, tag) for k, v in obj.items() if k not in ("recommendation", "notes")}
     if isinstance(obj, list):
         return [_strip(v, root, tag) for v in obj]
     if isinstance(obj, str):

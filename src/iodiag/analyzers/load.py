@@ -289,8 +289,18 @@ class _JobFold:
             log_partial = True
             if mod not in self.partial_modules:
                 self.partial_modules.append(mod)
-            self.issues.append(LoadIssue(path=r.path, kind="truncated", module=mod, cause=cause,
-                                         next_step="numbers from this module are a lower bound; the log file is damaged"))
+            ver = (h["modules"].get(mod) or {}).get("ver")
+            if ver is not None and "could not decode" in cause:
+                # a damaged log and one written by a newer Darshan (a module format this darshan-util does not
+                # know, e.g. DXT version 2 of Darshan's development branch) fail alike: say both
+                cause = (f"darshan-util could not decode a record of this module (format version {ver}): the log is "
+                         f"damaged or truncated, or a newer Darshan wrote a format this darshan-util does not read; "
+                         f"later records of this module are lost")
+                step = ("numbers from this module are a lower bound; if the log is intact, read it with a "
+                        "darshan-util as new as the Darshan that wrote it (pip install -U darshan)")
+            else:
+                step = "numbers from this module are a lower bound; the log file is damaged"
+            self.issues.append(LoadIssue(path=r.path, kind="truncated", module=mod, cause=cause, next_step=step))
         return log_partial
 
     def _processes(self, li: int, r: LogResult, nprocs: int, start: float, end: float, exe: str, pid: int,

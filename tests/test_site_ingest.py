@@ -232,3 +232,28 @@ def test_cli_ingest_on_a_running_scheduler(tmp_path, cluster):
     s = json.loads(r.stdout)
     assert s["workers"] == 2 and s["logs_read"] == 4 and s["jobs"] == 1
     assert len(load_site(out)["programs"]) == 2
+
+
+SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "site-corpus-rows.json"
+
+
+def test_corpus_table_is_unchanged(corpus_site, tmp_path):
+    """Every cell of the corpus ingest (jobs, programs, errors, log states) equals the recorded snapshot,
+    on the Dask cluster and in this process: speed work must not change a single feature.
+    After an intended change of the features: IODIAG_UPDATE_SNAPSHOTS=1 pytest tests/test_site_ingest.py"""
+    import json
+
+    from site_rows import diff_rows, row_digests, site_rows
+
+    out, _, _ = corpus_site
+    got = site_rows(out, CORPUS)
+    local = tmp_path / "local.parquet"
+    ingest_archive(CORPUS, local, workers=0)
+    assert not diff_rows(got, site_rows(local, CORPUS)), diff_rows(got, site_rows(local, CORPUS))
+    digests = row_digests(got)
+    if os.environ.get("IODIAG_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(json.dumps(digests, indent=1) + "\n")
+    want = json.loads(SNAPSHOT.read_text())
+    for table in want:
+        changed = sorted(k for k in set(want[table]) | set(digests[table]) if want[table].get(k) != digests[table].get(k))
+        assert not changed, f"{table}: {len(changed)} rows differ from {SNAPSHOT.name}, e.g. {changed[:5]}"

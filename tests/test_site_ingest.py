@@ -257,3 +257,17 @@ def test_corpus_table_is_unchanged(corpus_site, tmp_path):
     for table in want:
         changed = sorted(k for k in set(want[table]) | set(digests[table]) if want[table].get(k) != digests[table].get(k))
         assert not changed, f"{table}: {len(changed)} rows differ from {SNAPSHOT.name}, e.g. {changed[:5]}"
+
+
+def test_cli_cluster_without_sbatch(tmp_path):
+    """--cluster slurm on a machine without sbatch: one line that says so and what to do instead."""
+    pytest.importorskip("dask_jobqueue")
+    env = dict(os.environ, PATH=str(tmp_path), PYTHONPATH=str(REPO / "src"))
+    r = subprocess.run([sys.executable, "-m", "iodiag", "site", "ingest", str(PYTOKIO), "--out", str(tmp_path / "s.parquet"),
+                        "--cluster", "slurm"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "sbatch not found" in r.stderr and "--workers" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "iodiag", "site", "ingest", str(PYTOKIO), "--out", str(tmp_path / "s.parquet"),
+                        "--cluster", "slurm", "--workers", "2"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "leave out --scheduler and --workers" in r.stderr

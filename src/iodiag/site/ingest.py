@@ -130,12 +130,16 @@ def ingest_archive(
     scheduler: str | None = None,
     workers: int | None = None,
     client: Any = None,
+    cluster: str | None = None,
+    cluster_options: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> IngestSummary:
     """Read every new log of ``archive`` into the site dataset ``out``.
 
     ``client``: an existing ``distributed.Client``; else ``scheduler`` (address
-    of a running scheduler, e.g. one started by dask-jobqueue); else a local
+    of a running scheduler); else ``cluster`` ("slurm", "lsf", "pbs": worker
+    jobs submitted through dask-jobqueue, ``cluster_options`` as for
+    ``jobqueue_options``, cancelled at the end); else a local
     cluster of ``workers`` processes (one thread each).  ``workers=0`` works
     in this process, without Dask (logs are still decoded in a reader process;
     building and diagnosing happen here, where Dask workers leave it to the reader).
@@ -146,6 +150,10 @@ def ingest_archive(
         raise InputNotFound(f"{archive}: no such directory", hint="give the root of the Darshan log tree (the folder holding YYYY/M/D)")
     if workers is not None and workers < 0:
         raise UsageError(f"--workers {workers}: must be 0 (no Dask) or more")
+    if cluster == "local":
+        cluster = None
+    if cluster is not None and (scheduler or client is not None or workers is not None):
+        raise UsageError(f"--cluster {cluster} starts its own workers: leave out --scheduler and --workers")
     emit = progress or (lambda kind, n: None)
     t0 = time.perf_counter()
     listings = [(d.rel, d.signature, len(d.entries)) for d in iter_dirs(archive)]
@@ -191,7 +199,7 @@ def ingest_archive(
     if upper == 0:
         for _ in units():  # nothing changed: count the skipped logs, start no cluster
             pass
-    elif client is None and scheduler is None and workers == 0:
+    elif client is None and scheduler is None and cluster is None and workers == 0:
         summary.workers = 0
         for batch in make_batches(1):
             # no other process does the diagnosis: debuggers, profilers and patched detectors see it
@@ -201,7 +209,8 @@ def ingest_archive(
             sink.add(res)
             emit("read", res["n_logs"])
     else:
-        _run_dask(make_batches, cfg, store.run, sink, summary, emit, client=client, scheduler=scheduler, workers=workers)
+        _run_dask(make_batches, cfg, store.run, sink, summary, emit, client=client, scheduler=scheduler, workers=workers,
+                  cluster=cluster, cluster_options=cluster_options)
     sink.flush()
     if day_rows:
         from .features import DAY_COLUMNS
@@ -228,6 +237,28 @@ QUIET_DASK = {
 }
 
 
+def jobqueue_options(*, jobs: int = 1, cores: int = 1, memory: str = "4GiB", walltime: str = "01:00:00",
+                     queue: str | None = None, account: str | None = None, log_directory: str | None = None) -> dict[str, Any]:
+    """What an ingest asks of each worker job: ``cores`` threads (each with its own reader process) and ``memory``
+    (a reader holds one job's decoded logs: a 2,048-rank log takes about 100 MB)."""
+    return {"jobs": jobs, "cores": cores, "memory": memory, "walltime": walltime, "queue": queue, "account": account,
+            "log_directory": log_directory}
+
+
+def _jobqueue_cluster(kind: str, cfg: Config, options: dict[str, Any] | None):
+    """Worker jobs on the batch system, as quiet as the local cluster's workers (QUIET_DASK, as environment variables)."""
+    import dask
+
+    from ..jobqueue import jobqueue_kwargs, start_jobqueue_cluster
+
+    opts = jobqueue_options(**(options or {}))
+    env = {"DASK_" + k.upper().replace(".", "__").replace("-", "_"): str(v) for k, v in QUIET_DASK.items()}
+    kwargs = jobqueue_kwargs(cores=opts["cores"], memory=opts["memory"], walltime=opts["walltime"], queue=opts["queue"],
+                             account=opts["account"], log_directory=opts["log_directory"], env=env)
+    with dask.config.set(QUIET_DASK):  # the scheduler, in this process
+        return start_jobqueue_cluster(kind, jobs=opts["jobs"], **kwargs), opts
+
+
 def local_cluster(n_workers: int):
     """The LocalCluster ``ingest_archive`` starts: n processes of one thread, without Dask's own sampling."""
     import logging
@@ -241,7 +272,7 @@ def local_cluster(n_workers: int):
 
 
 def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummary, emit: Progress, *,
-              client=None, scheduler=None, workers=None) -> None:
+              client=None, scheduler=None, workers=None, cluster=None, cluster_options=None) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -255,10 +286,18 @@ def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestS
                 except (OSError, TimeoutError) as exc:
                     raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}",
                                      hint="check the address (tcp://host:8786) and that the scheduler runs") from None
+            elif cluster is not None:
+                from ..jobqueue import wait_for_workers
+
+                own_cluster, opts = _jobqueue_cluster(cluster, cfg, cluster_options)
+                client = own_client = Client(own_cluster)
+                wait_for_workers(client, own_cluster, cluster, jobs=opts["jobs"], timeout_s=cfg.site.jobqueue_wait_s,
+                                 log_directory=opts["log_directory"])
             else:
                 own_cluster = local_cluster(workers or os.cpu_count() or 1)
                 client = own_client = Client(own_cluster)
-        nworkers = max(len(client.scheduler_info().get("workers", {})), 1)
+        # one task runs per worker thread (each thread has its own reader process)
+        nworkers = max(sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values()), 1)
         summary.workers = nworkers
         limit = max(cfg.site.in_flight_per_worker * nworkers, 1)
         ac = as_completed()

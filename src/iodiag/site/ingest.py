@@ -3,9 +3,10 @@
 The driver walks the archive one directory at a time, groups logs into jobs,
 packs jobs into tasks of about ``config.site.batch_logs`` logs and keeps at
 most ``in_flight_per_worker`` tasks per worker queued: finished tasks are
-collected, their rows buffered as Arrow tables and flushed to a parquet part
-every ``part_rows`` jobs.  Memory therefore depends on the batch sizes, not
-on the size of the archive.
+collected, their rows buffered as Arrow tables and written as a parquet row
+group every ``row_group_rows`` jobs, to a part that is closed every
+``part_rows`` jobs.  Memory therefore depends on the batch sizes, not on the
+size of the archive.
 
 Incremental: a directory whose signature (names, sizes, mtimes of its logs)
 is unchanged since the last run is skipped without reading anything; in a
@@ -82,12 +83,15 @@ def _batches(units: Iterator[Unit], batch_logs: int) -> Iterator[list[Unit]]:
 
 
 class _Sink:
-    """Buffers finished tasks' Arrow tables and writes a part every part_rows jobs."""
+    """Buffers finished tasks' Arrow tables, writes them as a row group every row_group_rows jobs
+    and starts a new part every part_rows jobs: the driver holds at most one row group's rows."""
 
-    def __init__(self, store: SiteStore, summary: IngestSummary, part_rows: int) -> None:
+    def __init__(self, store: SiteStore, summary: IngestSummary, part_rows: int, row_group_rows: int) -> None:
         self.store, self.summary, self.part_rows = store, summary, part_rows
+        self.group_rows = max(min(row_group_rows, part_rows), 1)
         self.buf: dict[str, list] = {"jobs": [], "programs": [], "errors": [], "logs": []}
         self.rows = 0
+        self.part = store.part_writer()
 
     def add(self, result: dict[str, Any]) -> None:
         for k in self.buf:
@@ -97,17 +101,23 @@ class _Sink:
         self.summary.programs += result["programs"].num_rows
         self.summary.errors += result["errors"].num_rows
         self.rows += n + result["errors"].num_rows
-        if self.rows >= self.part_rows:
-            self.flush()
+        if self.rows >= self.group_rows:
+            self._write_group()
 
-    def flush(self) -> None:
+    def _write_group(self) -> None:
         import pyarrow as pa
 
-        if not any(self.buf.values()):
-            return
-        self.store.write_part({k: pa.concat_tables(v) for k, v in self.buf.items() if v})
+        if any(self.buf.values()):
+            self.part.write({k: pa.concat_tables(v) for k, v in self.buf.items() if v})
+            self.part.rows += self.rows
         self.buf = {k: [] for k in self.buf}
         self.rows = 0
+        if self.part.rows >= self.part_rows:
+            self.part.close()
+
+    def flush(self) -> None:
+        self._write_group()
+        self.part.close()
 
 
 def _failed_task(units: list[Unit], exc: BaseException, run: int) -> dict[str, Any]:
@@ -185,7 +195,7 @@ def ingest_archive(
             day_rows.append({"dir": listing.rel, "n_logs": len(listing.entries), "signature": listing.signature, "run": store.run})
             yield from todo
 
-    sink = _Sink(store, summary, cfg.site.part_rows)
+    sink = _Sink(store, summary, cfg.site.part_rows, cfg.site.row_group_rows)
     upper = sum(n for rel, _, n in listings if rel in changed)  # logs in changed directories
 
     def make_batches(nworkers: int) -> Iterator[list[Unit]]:

@@ -43,8 +43,12 @@ def main(argv: list[str]) -> None:
         s = ingest_archive(archive, out, client=client, config=cfg)
         w = client.run(hwm_mib)
         r = client.run(readers_hwm_mib)
+        import pyarrow as pa
+
+        pool = pa.default_memory_pool()
         print(json.dumps({"logs": s.logs_read, "tasks": s.tasks, "driver_mib": hwm_mib(), "worker_mib": max(w.values()),
-                          "reader_mib": max(r.values())}))
+                          "reader_mib": max(r.values()), "arrow_pool": pool.backend_name,
+                          "arrow_peak_mib": pool.max_memory() / 2**20}))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from ..config import Config
 from ..errors import DependencyMissing, InputNotFound, UsageError
 from .store import SiteStore
 from .walk import DirListing, Unit, group_units, iter_dirs
-from .worker import process_units
+from .worker import pack_units, process_packed, process_units
 
 # progress(kind, n): kind is "total" (logs in the archive), "skipped" (already
 # ingested, nothing to read) or "read" (logs read by a finished task)
@@ -329,7 +329,7 @@ def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestS
         for batch in make_batches(nworkers):
             while len(pending) >= limit:
                 collect(next(ac))
-            fut = client.submit(process_units, batch, config=cfg, run=run, pure=False)
+            fut = client.submit(process_packed, pack_units(batch), config=cfg, run=run, pure=False)
             pending[fut] = batch
             ac.add(fut)
         for fut in ac:

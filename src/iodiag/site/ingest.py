@@ -164,6 +164,11 @@ def ingest_archive(
         cluster = None
     if cluster is not None and (scheduler or client is not None or workers is not None):
         raise UsageError(f"--cluster {cluster} starts its own workers: leave out --scheduler and --workers")
+    if cluster is not None:
+        from ..jobqueue import KINDS
+
+        if cluster not in KINDS:
+            raise UsageError(f"--cluster {cluster}: expected one of local, {', '.join(KINDS)}")
     emit = progress or (lambda kind, n: None)
     t0 = time.perf_counter()
     listings = [(d.rel, d.signature, len(d.entries)) for d in iter_dirs(archive)]

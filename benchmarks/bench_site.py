@@ -1,32 +1,38 @@
 #!/usr/bin/env python3
-"""Benchmark `iodiag site ingest`: logs per second per core, and scaling from 1 to 2 Dask workers.
+"""Benchmark `iodiag site ingest`: logs per CPU-second, wall logs/s and peak memory, at any archive size.
 
 A synthetic YYYY/M/D archive is built from the shared corpus (hard links to
 every readable corpus log, round-robin, so the mix of small and 2,048-rank logs
-is the corpus's own; 1% damaged files), then ingested into a fresh dataset:
+is the corpus's own; 1% damaged files), or an existing one is given with
+``--archive`` (e.g. a 100k-log archive built once in /tmp).  It is ingested into
+a fresh dataset once per mode, each mode in a fresh Python process (so that its
+peak memory is its own):
 
-* in this process without Dask (``--workers 0``),
-* on the LocalCluster that ``site ingest`` starts (``ingest.local_cluster``), of 1 worker
-  and of 2 workers (1 thread each; cluster start-up is excluded, the walk, the reads, the
-  parquet writes are included).
+* ``0``: in this process without Dask (``--workers 0``),
+* ``N``: on the LocalCluster that ``site ingest`` starts (``ingest.local_cluster``),
+  N workers of 1 thread (cluster start-up excluded; the walk, the reads, the
+  detectors, the features and the parquet writes included).
 
-Two rates are reported for each: wall-clock logs/s divided by the cores in use,
-and logs per CPU-second (all processes: driver and scheduler, workers, and the
-long-lived reader processes that read, build and diagnose the jobs: their CPU is
-read from /proc while they run, and from RUSAGE_CHILDREN once reaped), which stays
-meaningful when other jobs share the machine.  Each reader is started and has
-imported what a task needs before the measurement (as in a long ingest); that
-one-time cost is printed separately.
+CPU is that of the whole process tree (driver and scheduler, nannies, workers,
+the long-lived reader processes and any reader restarted after a damaged log:
+psutil's user + system time of every live process plus the reaped children it
+waited for), which stays meaningful when other jobs share the machine.  Each
+reader is started and has imported what a task needs before the measurement
+(as in a long ingest); that one-time cost is reported separately.  Peak memory
+is the high-water RSS (VmHWM) of the driver, of the largest worker and of the
+largest reader process.
 
-    python benchmarks/bench_site.py [--logs 2000] [--out benchmarks/results/site.md]
+    python benchmarks/bench_site.py --logs 10000 [--workers 0,1,2] [--out benchmarks/results/site.md]
+    python benchmarks/bench_site.py --archive /tmp/arc100k --workers 2
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,120 +43,141 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from site_archive import build_archive  # noqa: E402
 
-from iodiag.site import ingest_archive, load_site  # noqa: E402
+def tree_cpu() -> float:
+    """CPU seconds of this process and every descendant, live or reaped."""
+    import psutil
 
-
-def _live_readers_cpu() -> float:
-    """CPU seconds of this process's live reader processes so far (Linux /proc)."""
-    from iodiag.analyzers.readers import isolate
-
-    tick = os.sysconf("SC_CLK_TCK")
+    me = psutil.Process()
     total = 0.0
-    for srv in list(isolate._SERVERS.values()):
-        if srv.proc is None:
-            continue
+    for p in [me, *me.children(recursive=True)]:
         try:
-            with open(f"/proc/{srv.proc.pid}/stat") as fh:
-                fields = fh.read().rpartition(")")[2].split()
-        except OSError:
+            t = p.cpu_times()
+        except psutil.Error:
             continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        total += t.user + t.system + t.children_user + t.children_system
     return total
 
 
-def _cpu() -> float:
-    """CPU seconds of this process, its reaped children and its live reader processes (runs on each worker too)."""
-    import resource as r
+def tree_peaks() -> dict[str, float]:
+    """High-water RSS in MiB: this process, and the largest of its descendants by kind (Linux /proc)."""
+    import psutil
 
-    a, b = r.getrusage(r.RUSAGE_SELF), r.getrusage(r.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime + _live_readers_cpu()
+    def hwm(pid: int) -> float:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    me = psutil.Process()
+    out = {"driver_mib": hwm(me.pid), "worker_mib": 0.0, "reader_mib": 0.0}
+    for p in me.children(recursive=True):
+        try:
+            cmd = " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        kind = "reader_mib" if "_serve" in cmd or "isolate" in cmd else "worker_mib"
+        out[kind] = max(out[kind], hwm(p.pid))
+    return out
 
 
-def _warm(archive: str, in_reader: bool) -> float:
+def _warm(archive: str, in_reader: bool) -> None:
     """What a long ingest has done long before: start this thread's reader process and import what a task
-    uses, here on two real jobs of the archive.  Returns the CPU seconds that took (reported, not counted)."""
+    uses, here on two real jobs of the archive."""
     from iodiag.config import Config
     from iodiag.site.walk import group_units, iter_dirs
     from iodiag.site.worker import process_units
 
-    c0 = _cpu()
     units = group_units(archive, next(iter_dirs(archive)))[:2]
     process_units(units, config=Config(), run=0, in_reader=in_reader)
-    return _cpu() - c0
 
 
-def run(root: Path, tmp: Path, workers: int, tag: str) -> dict:
-    out = tmp / f"site-{tag}.parquet"
+def one(archive: Path, out: Path, workers: int) -> dict:
+    """One measured ingest (run in a fresh process by main)."""
+    from iodiag.site import ingest_archive
+
     shutil.rmtree(out, ignore_errors=True)
     if workers == 0:
-        warm = _warm(str(root), in_reader=False)  # --workers 0 builds and diagnoses in this process
-        c0, t0 = _cpu(), time.perf_counter()
-        s = ingest_archive(root, out, workers=0)
-        wall, cpu = time.perf_counter() - t0, _cpu() - c0
-        cores = 1
+        c0 = tree_cpu()
+        _warm(str(archive), in_reader=False)  # --workers 0 builds and diagnoses in this process
+        c1, t0 = tree_cpu(), time.perf_counter()
+        s = ingest_archive(archive, out, workers=0)
+        wall, cpu = time.perf_counter() - t0, tree_cpu() - c1
+        peaks = tree_peaks()
     else:
         from distributed import Client
 
         from iodiag.site.ingest import local_cluster
 
         with local_cluster(workers) as lc, Client(lc) as client:  # the cluster `site ingest` starts
+            c0 = tree_cpu()
             # on each worker's task thread (the reader process belongs to the thread that runs the tasks)
-            addrs = list(client.scheduler_info()["workers"])
-            warm = sum(client.gather([client.submit(_warm, str(root), True, workers=[a], allow_other_workers=False, pure=False)
-                                      for a in addrs]))
-            w0 = sum(client.run(_cpu).values())
-            c0, t0 = _cpu(), time.perf_counter()
-            s = ingest_archive(root, out, client=client)
-            wall = time.perf_counter() - t0
-            cpu = _cpu() - c0 + sum(client.run(_cpu).values()) - w0
-        cores = workers
-    from iodiag.analyzers.readers.isolate import close_reader_servers
-
-    close_reader_servers()
-    jobs = len(load_site(out)["jobs"])
-    return {"mode": tag, "workers": workers, "logs": s.logs_read, "jobs": jobs, "errors": s.errors, "wall_s": wall,
-            "cpu_s": cpu, "logs_per_s": s.logs_read / wall, "logs_per_s_per_core": s.logs_read / wall / cores,
-            "logs_per_cpu_s": s.logs_read / cpu if cpu > 0 else float("nan"), "warm_cpu_s": warm}
+            client.gather([client.submit(_warm, str(archive), True, workers=[a], allow_other_workers=False, pure=False)
+                           for a in client.scheduler_info()["workers"]])
+            c1, t0 = tree_cpu(), time.perf_counter()
+            s = ingest_archive(archive, out, client=client)
+            wall, cpu = time.perf_counter() - t0, tree_cpu() - c1
+            peaks = tree_peaks()
+    return {"workers": workers, "logs": s.logs_read, "jobs": s.jobs, "errors": s.errors, "parts": len(list((out / "jobs").glob("*.parquet"))),
+            "wall_s": wall, "cpu_s": cpu, "warm_cpu_s": c1 - c0, "logs_per_s": s.logs_read / wall,
+            "logs_per_cpu_s": s.logs_read / cpu if cpu > 0 else float("nan"), **peaks}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--logs", type=int, default=2000)
+    ap.add_argument("--logs", type=int, default=2000, help="size of the archive to build (ignored with --archive)")
+    ap.add_argument("--archive", type=Path, help="an existing archive to ingest instead of building one")
+    ap.add_argument("--workers", default="0,1,2", help="comma-separated modes: 0 = in this process, N = N Dask workers")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "site.md")
     ap.add_argument("--max-bytes", type=int, default=0, help="leave out corpus logs larger than this (0: keep all)")
+    ap.add_argument("--one", nargs=3, metavar=("ARCHIVE", "OUT", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    load0 = os.getloadavg()[0]
+    if args.one:
+        print(json.dumps(one(Path(args.one[0]), Path(args.one[1]), int(args.one[2]))))
+        return 0
+    load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="iodiag-bench-site-") as td:
         tmp = Path(td)
-        arc = build_archive(tmp / "archive", args.logs, logs_per_day=100, max_bytes=args.max_bytes or None)
-        size = sum(p.stat().st_size for p in arc.readable)
-        rows = [run(arc.root, tmp, 0, "in-process"), run(arc.root, tmp, 1, "dask-1"), run(arc.root, tmp, 2, "dask-2")]
-    r1, r2 = rows[1], rows[2]
-    eff_wall = r2["logs_per_s"] / r1["logs_per_s"] / 2
-    eff_cpu = r2["logs_per_cpu_s"] / r1["logs_per_cpu_s"]
-    load1 = os.getloadavg()[0]
+        if args.archive:
+            root = args.archive.resolve()
+            from iodiag.site.walk import count_logs
+
+            n_logs, what = count_logs(root), f"`{root}`"
+        else:
+            from site_archive import build_archive
+
+            arc = build_archive(tmp / "archive", args.logs, logs_per_day=100, max_bytes=args.max_bytes or None)
+            root, n_logs = arc.root, args.logs
+            what = f"built here ({len(arc.readable)} readable hard links to the corpus mix, {len(arc.damaged)} damaged)"
+        rows = []
+        for w in (int(x) for x in args.workers.split(",")):
+            p = subprocess.run([sys.executable, __file__, "--one", str(root), str(tmp / f"site-{w}.parquet"), str(w)],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.stderr.write(p.stderr)
+                return 1
+            rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
+            print(rows[-1], flush=True)
+    load1 = os.getloadavg()
     lines = [
-        f"Command: `python benchmarks/bench_site.py --logs {args.logs}`  ",
-        f"Archive: {args.logs} logs ({len(arc.readable)} readable hard links to the corpus mix, "
-        f"{len(arc.damaged)} damaged), {size / 2**20:.0f} MiB, YYYY/M/D, 100 logs/day  ",
-        f"Machine: {os.cpu_count()} cores; load average {load0:.2f} at start, {load1:.2f} at end; "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"Command: `python benchmarks/bench_site.py {' '.join(sys.argv[1:])}`  ",
+        f"Archive: {n_logs} logs, {what}, YYYY/M/D, 100 logs/day  ",
+        f"Machine: {os.cpu_count()} cores shared with other jobs; load average (1/5/15 min) {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f} "
+        f"at start, {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f} at end; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
         "",
-        "| mode | workers | logs | jobs | errors | wall (s) | logs/s | logs/s/core (wall) | CPU (s) | logs per CPU-s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| workers | logs | jobs | errors | parquet parts | wall (s) | logs/s | CPU (s) | logs per CPU-s | peak RSS driver (MiB) | worker (MiB) | reader (MiB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['workers']} | {r['logs']} | {r['jobs']} | {r['errors']} | {r['wall_s']:.1f} | "
-                     f"{r['logs_per_s']:.0f} | {r['logs_per_s_per_core']:.0f} | {r['cpu_s']:.1f} | {r['logs_per_cpu_s']:.0f} |")
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    lines += ["", f"Peak RSS of the driver process (walk, scheduler, parquet writes) over all runs: {rss:.0f} MiB.", "",
-              "Not in the CPU column: starting the reader processes and the first task's imports, done once per worker "
-              "thread before the measurement as in a long ingest (two jobs read): "
-              + ", ".join(f"{r['mode']} {r['warm_cpu_s']:.2f} s" for r in rows) + ".", "",
-              f"Efficiency 1 -> 2 workers: {eff_wall:.2f} (wall-clock throughput ratio / 2); "
-              f"{eff_cpu:.2f} (logs per CPU-second, 2 workers vs 1). Targets: >= 300 logs/s/core, efficiency >= 0.8."]
+        lines.append(f"| {r['workers']} | {r['logs']} | {r['jobs']} | {r['errors']} | {r['parts']} | {r['wall_s']:.1f} | {r['logs_per_s']:.0f} | "
+                     f"{r['cpu_s']:.1f} | {r['logs_per_cpu_s']:.0f} | {r['driver_mib']:.0f} | {r['worker_mib']:.0f} | {r['reader_mib']:.0f} |")
+    lines += ["", "Not in the CPU column: starting the cluster's reader processes and the first task's imports (two jobs read), "
+              "done once per worker thread before the measurement as in a long ingest: "
+              + ", ".join(f"{r['workers']} workers {r['warm_cpu_s']:.1f} s" for r in rows) + "."]
     text = "\n".join(lines) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)

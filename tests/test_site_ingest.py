@@ -232,3 +232,54 @@ def test_cli_ingest_on_a_running_scheduler(tmp_path, cluster):
     s = json.loads(r.stdout)
     assert s["workers"] == 2 and s["logs_read"] == 4 and s["jobs"] == 1
     assert len(load_site(out)["programs"]) == 2
+
+
+SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "site-corpus-rows.json"
+
+
+def test_corpus_table_is_unchanged(corpus_site, tmp_path):
+    """Every cell of the corpus ingest (jobs, programs, errors, log states) equals the recorded snapshot,
+    on the Dask cluster and in this process: speed work must not change a single feature.
+    After an intended change of the features: IODIAG_UPDATE_SNAPSHOTS=1 pytest tests/test_site_ingest.py"""
+    import json
+
+    from site_rows import diff_rows, row_digests, site_rows
+
+    out, _, _ = corpus_site
+    got = site_rows(out, CORPUS)
+    local = tmp_path / "local.parquet"
+    ingest_archive(CORPUS, local, workers=0)
+    assert not diff_rows(got, site_rows(local, CORPUS)), diff_rows(got, site_rows(local, CORPUS))
+    digests = row_digests(got)
+    if os.environ.get("IODIAG_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(json.dumps(digests, indent=1) + "\n")
+    want = json.loads(SNAPSHOT.read_text())
+    for table in want:
+        changed = sorted(k for k in set(want[table]) | set(digests[table]) if want[table].get(k) != digests[table].get(k))
+        assert not changed, f"{table}: {len(changed)} rows differ from {SNAPSHOT.name}, e.g. {changed[:5]}"
+
+
+def test_cli_cluster_without_sbatch(tmp_path):
+    """--cluster slurm on a machine without sbatch: one line that says so and what to do instead."""
+    pytest.importorskip("dask_jobqueue")
+    env = dict(os.environ, PATH=str(tmp_path), PYTHONPATH=str(REPO / "src"))
+    r = subprocess.run([sys.executable, "-m", "iodiag", "site", "ingest", str(PYTOKIO), "--out", str(tmp_path / "s.parquet"),
+                        "--cluster", "slurm"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "sbatch not found" in r.stderr and "--workers" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "iodiag", "site", "ingest", str(PYTOKIO), "--out", str(tmp_path / "s.parquet"),
+                        "--cluster", "slurm", "--workers", "2"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "leave out --scheduler and --workers" in r.stderr
+
+
+def test_driver_keeps_no_job_specs(corpus_site):
+    """The scheduler (in this process) keeps finished tasks' arguments: tasks carry their jobs packed
+    in one byte string, so no Unit of the 134 corpus logs outlives the ingest here (they cost ~1.3 kB
+    per log each, for the whole run, when submitted as objects)."""
+    import gc
+
+    from iodiag.site.walk import Unit
+
+    gc.collect()
+    assert [o for o in gc.get_objects() if isinstance(o, Unit)] == []

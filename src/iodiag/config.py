@@ -120,7 +120,9 @@ class Site:
     tasks_per_worker: int = 8  # an archive is cut into about this many tasks per worker (load balance)
     min_batch_logs: int = 32  # small archives: about tasks_per_worker tasks per worker, but no task under this
     in_flight_per_worker: int = 3  # tasks queued per worker; bounds driver memory
-    part_rows: int = 20000  # job rows buffered before a parquet part is written
+    part_rows: int = 20000  # job rows per parquet part (file)
+    row_group_rows: int = 4096  # job rows the driver buffers before writing them (a parquet row group): bounds its memory
+    jobqueue_wait_s: float = 600.0  # --cluster slurm/lsf/pbs: how long to wait for the worker jobs to start
     job_timeout_s: float = 600.0  # building, diagnosing and featurizing one job's logs (each log's decoding: [reader] timeout_s)
     # modules decoded for site features (no DXT/HEATMAP: counters are enough and 10x cheaper)
     modules: tuple[str, ...] = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS", "LUSTRE")

@@ -17,6 +17,7 @@ site_app = typer.Typer(
     "Examples:\n\n"
     "  iodiag site ingest /lus/darshan-logs --out site.parquet\n\n"
     "  iodiag site ingest /lus/darshan-logs --out site.parquet --scheduler tcp://head:8786\n\n"
+    "  iodiag site ingest /lus/darshan-logs --out site.parquet --cluster slurm --jobs 8 --queue debug\n\n"
     "  iodiag site report site.parquet --html site.html\n\n"
     "  iodiag site report site.parquet --json > site.json\n\n"
     "  iodiag site defaults site.parquet --sweep sweeps/read-chunks --toml site.toml",
@@ -38,6 +39,14 @@ def ingest_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="site dataset to create or update (a directory of parquet parts)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of a running Dask scheduler (e.g. one started by dask-jobqueue on the batch system)"),
     workers: Optional[int] = typer.Option(None, "--workers", "-n", help="local worker processes (default: one per core); 0 reads in this process without Dask"),
+    cluster: str = typer.Option("local", "--cluster", help="local, or slurm/lsf/pbs: Dask workers as batch jobs through dask-jobqueue (the archive must be on a file system the compute nodes see)"),
+    jobs: int = typer.Option(1, "--jobs", help="--cluster: worker jobs to submit"),
+    cores: int = typer.Option(1, "--cores", help="--cluster: threads per worker job (each reads logs in its own process)"),
+    memory: str = typer.Option("4GiB", "--memory", help="--cluster: memory per worker job"),
+    walltime: str = typer.Option("01:00:00", "--walltime", help="--cluster: wall time per worker job"),
+    queue: Optional[str] = typer.Option(None, "--queue", help="--cluster: queue / partition"),
+    account: Optional[str] = typer.Option(None, "--account", help="--cluster: account / project to charge"),
+    job_logs: Optional[Path] = typer.Option(None, "--job-logs", help="--cluster: folder for the worker jobs' output (default: the current folder)"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file overriding thresholds ([site] batch_logs, modules, ...)"),
     json_out: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
@@ -52,16 +61,21 @@ def ingest_cmd(
       iodiag site ingest /lus/darshan-logs --out site.parquet --workers 8
 
       iodiag site ingest /lus/darshan-logs --out site.parquet --scheduler tcp://head:8786
+
+      iodiag site ingest /lus/darshan-logs --out site.parquet --cluster slurm --jobs 8 --queue debug --walltime 02:00:00
     """
     import json
 
     from ..config import load_config
-    from ..site.ingest import ingest_archive
+    from ..site.ingest import ingest_archive, jobqueue_options
 
+    where_opts = dict(cluster=cluster, cluster_options=jobqueue_options(
+        jobs=jobs, cores=cores, memory=memory, walltime=walltime, queue=queue, account=account,
+        log_directory=str(job_logs) if job_logs else None))
     try:
         cfg = load_config(config)
         if quiet or json_out or not sys.stderr.isatty():
-            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers)
+            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, **where_opts)
         else:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -75,7 +89,8 @@ def ingest_cmd(
                     else:
                         bar.advance(task, n)
 
-                summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress)
+                summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress,
+                                         **where_opts)
     except IodiagError as exc:
         _fail(exc)
         return
@@ -85,7 +100,9 @@ def ingest_cmd(
         return
     rate = f", {d['logs_per_s']:.0f} logs/s" if d["logs_per_s"] else ""
     n = d["workers"]
-    where = "in this process" if n == 0 else f"on {n} Dask worker{'s' if n != 1 else ''}"
+    where = "in this process" if n == 0 else f"on {n} Dask worker thread{'s' if n != 1 else ''}"
+    if cluster != "local" and n:
+        where += f" ({cluster} jobs)"
     print(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
           f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
           f"in {d['seconds']:.1f} s {where}{rate}")

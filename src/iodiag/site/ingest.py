@@ -3,9 +3,10 @@
 The driver walks the archive one directory at a time, groups logs into jobs,
 packs jobs into tasks of about ``config.site.batch_logs`` logs and keeps at
 most ``in_flight_per_worker`` tasks per worker queued: finished tasks are
-collected, their rows buffered as Arrow tables and flushed to a parquet part
-every ``part_rows`` jobs.  Memory therefore depends on the batch sizes, not
-on the size of the archive.
+collected, their rows buffered as Arrow tables and written as a parquet row
+group every ``row_group_rows`` jobs, to a part that is closed every
+``part_rows`` jobs.  Memory therefore depends on the batch sizes, not on the
+size of the archive.
 
 Incremental: a directory whose signature (names, sizes, mtimes of its logs)
 is unchanged since the last run is skipped without reading anything; in a
@@ -23,7 +24,7 @@ from ..config import Config
 from ..errors import DependencyMissing, InputNotFound, UsageError
 from .store import SiteStore
 from .walk import DirListing, Unit, group_units, iter_dirs
-from .worker import process_units
+from .worker import pack_units, process_packed, process_units
 
 # progress(kind, n): kind is "total" (logs in the archive), "skipped" (already
 # ingested, nothing to read) or "read" (logs read by a finished task)
@@ -82,12 +83,15 @@ def _batches(units: Iterator[Unit], batch_logs: int) -> Iterator[list[Unit]]:
 
 
 class _Sink:
-    """Buffers finished tasks' Arrow tables and writes a part every part_rows jobs."""
+    """Buffers finished tasks' Arrow tables, writes them as a row group every row_group_rows jobs
+    and starts a new part every part_rows jobs: the driver holds at most one row group's rows."""
 
-    def __init__(self, store: SiteStore, summary: IngestSummary, part_rows: int) -> None:
+    def __init__(self, store: SiteStore, summary: IngestSummary, part_rows: int, row_group_rows: int) -> None:
         self.store, self.summary, self.part_rows = store, summary, part_rows
+        self.group_rows = max(min(row_group_rows, part_rows), 1)
         self.buf: dict[str, list] = {"jobs": [], "programs": [], "errors": [], "logs": []}
         self.rows = 0
+        self.part = store.part_writer()
 
     def add(self, result: dict[str, Any]) -> None:
         for k in self.buf:
@@ -97,17 +101,23 @@ class _Sink:
         self.summary.programs += result["programs"].num_rows
         self.summary.errors += result["errors"].num_rows
         self.rows += n + result["errors"].num_rows
-        if self.rows >= self.part_rows:
-            self.flush()
+        if self.rows >= self.group_rows:
+            self._write_group()
 
-    def flush(self) -> None:
+    def _write_group(self) -> None:
         import pyarrow as pa
 
-        if not any(self.buf.values()):
-            return
-        self.store.write_part({k: pa.concat_tables(v) for k, v in self.buf.items() if v})
+        if any(self.buf.values()):
+            self.part.write({k: pa.concat_tables(v) for k, v in self.buf.items() if v})
+            self.part.rows += self.rows
         self.buf = {k: [] for k in self.buf}
         self.rows = 0
+        if self.part.rows >= self.part_rows:
+            self.part.close()
+
+    def flush(self) -> None:
+        self._write_group()
+        self.part.close()
 
 
 def _failed_task(units: list[Unit], exc: BaseException, run: int) -> dict[str, Any]:
@@ -130,12 +140,16 @@ def ingest_archive(
     scheduler: str | None = None,
     workers: int | None = None,
     client: Any = None,
+    cluster: str | None = None,
+    cluster_options: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> IngestSummary:
     """Read every new log of ``archive`` into the site dataset ``out``.
 
     ``client``: an existing ``distributed.Client``; else ``scheduler`` (address
-    of a running scheduler, e.g. one started by dask-jobqueue); else a local
+    of a running scheduler); else ``cluster`` ("slurm", "lsf", "pbs": worker
+    jobs submitted through dask-jobqueue, ``cluster_options`` as for
+    ``jobqueue_options``, cancelled at the end); else a local
     cluster of ``workers`` processes (one thread each).  ``workers=0`` works
     in this process, without Dask (logs are still decoded in a reader process;
     building and diagnosing happen here, where Dask workers leave it to the reader).
@@ -146,6 +160,15 @@ def ingest_archive(
         raise InputNotFound(f"{archive}: no such directory", hint="give the root of the Darshan log tree (the folder holding YYYY/M/D)")
     if workers is not None and workers < 0:
         raise UsageError(f"--workers {workers}: must be 0 (no Dask) or more")
+    if cluster == "local":
+        cluster = None
+    if cluster is not None and (scheduler or client is not None or workers is not None):
+        raise UsageError(f"--cluster {cluster} starts its own workers: leave out --scheduler and --workers")
+    if cluster is not None:
+        from ..jobqueue import KINDS
+
+        if cluster not in KINDS:
+            raise UsageError(f"--cluster {cluster}: expected one of local, {', '.join(KINDS)}")
     emit = progress or (lambda kind, n: None)
     t0 = time.perf_counter()
     listings = [(d.rel, d.signature, len(d.entries)) for d in iter_dirs(archive)]
@@ -177,7 +200,7 @@ def ingest_archive(
             day_rows.append({"dir": listing.rel, "n_logs": len(listing.entries), "signature": listing.signature, "run": store.run})
             yield from todo
 
-    sink = _Sink(store, summary, cfg.site.part_rows)
+    sink = _Sink(store, summary, cfg.site.part_rows, cfg.site.row_group_rows)
     upper = sum(n for rel, _, n in listings if rel in changed)  # logs in changed directories
 
     def make_batches(nworkers: int) -> Iterator[list[Unit]]:
@@ -191,7 +214,7 @@ def ingest_archive(
     if upper == 0:
         for _ in units():  # nothing changed: count the skipped logs, start no cluster
             pass
-    elif client is None and scheduler is None and workers == 0:
+    elif client is None and scheduler is None and cluster is None and workers == 0:
         summary.workers = 0
         for batch in make_batches(1):
             # no other process does the diagnosis: debuggers, profilers and patched detectors see it
@@ -201,7 +224,8 @@ def ingest_archive(
             sink.add(res)
             emit("read", res["n_logs"])
     else:
-        _run_dask(make_batches, cfg, store.run, sink, summary, emit, client=client, scheduler=scheduler, workers=workers)
+        _run_dask(make_batches, cfg, store.run, sink, summary, emit, client=client, scheduler=scheduler, workers=workers,
+                  cluster=cluster, cluster_options=cluster_options)
     sink.flush()
     if day_rows:
         from .features import DAY_COLUMNS
@@ -228,6 +252,28 @@ QUIET_DASK = {
 }
 
 
+def jobqueue_options(*, jobs: int = 1, cores: int = 1, memory: str = "4GiB", walltime: str = "01:00:00",
+                     queue: str | None = None, account: str | None = None, log_directory: str | None = None) -> dict[str, Any]:
+    """What an ingest asks of each worker job: ``cores`` threads (each with its own reader process) and ``memory``
+    (a reader holds one job's decoded logs: a 2,048-rank log takes about 100 MB)."""
+    return {"jobs": jobs, "cores": cores, "memory": memory, "walltime": walltime, "queue": queue, "account": account,
+            "log_directory": log_directory}
+
+
+def _jobqueue_cluster(kind: str, cfg: Config, options: dict[str, Any] | None):
+    """Worker jobs on the batch system, as quiet as the local cluster's workers (QUIET_DASK, as environment variables)."""
+    import dask
+
+    from ..jobqueue import jobqueue_kwargs, start_jobqueue_cluster
+
+    opts = jobqueue_options(**(options or {}))
+    env = {"DASK_" + k.upper().replace(".", "__").replace("-", "_"): str(v) for k, v in QUIET_DASK.items()}
+    kwargs = jobqueue_kwargs(cores=opts["cores"], memory=opts["memory"], walltime=opts["walltime"], queue=opts["queue"],
+                             account=opts["account"], log_directory=opts["log_directory"], env=env)
+    with dask.config.set(QUIET_DASK):  # the scheduler, in this process
+        return start_jobqueue_cluster(kind, jobs=opts["jobs"], **kwargs), opts
+
+
 def local_cluster(n_workers: int):
     """The LocalCluster ``ingest_archive`` starts: n processes of one thread, without Dask's own sampling."""
     import logging
@@ -241,7 +287,7 @@ def local_cluster(n_workers: int):
 
 
 def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummary, emit: Progress, *,
-              client=None, scheduler=None, workers=None) -> None:
+              client=None, scheduler=None, workers=None, cluster=None, cluster_options=None) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -255,10 +301,18 @@ def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestS
                 except (OSError, TimeoutError) as exc:
                     raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {exc}",
                                      hint="check the address (tcp://host:8786) and that the scheduler runs") from None
+            elif cluster is not None:
+                from ..jobqueue import wait_for_workers
+
+                own_cluster, opts = _jobqueue_cluster(cluster, cfg, cluster_options)
+                client = own_client = Client(own_cluster)
+                wait_for_workers(client, own_cluster, cluster, jobs=opts["jobs"], timeout_s=cfg.site.jobqueue_wait_s,
+                                 log_directory=opts["log_directory"])
             else:
                 own_cluster = local_cluster(workers or os.cpu_count() or 1)
                 client = own_client = Client(own_cluster)
-        nworkers = max(len(client.scheduler_info().get("workers", {})), 1)
+        # one task runs per worker thread (each thread has its own reader process)
+        nworkers = max(sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values()), 1)
         summary.workers = nworkers
         limit = max(cfg.site.in_flight_per_worker * nworkers, 1)
         ac = as_completed()
@@ -280,7 +334,7 @@ def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestS
         for batch in make_batches(nworkers):
             while len(pending) >= limit:
                 collect(next(ac))
-            fut = client.submit(process_units, batch, config=cfg, run=run, pure=False)
+            fut = client.submit(process_packed, pack_units(batch), config=cfg, run=run, pure=False)
             pending[fut] = batch
             ac.add(fut)
         for fut in ac:

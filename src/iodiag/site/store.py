@@ -99,11 +99,18 @@ class SiteStore:
         for name, table in tables.items():
             if table is None or table.num_rows == 0:
                 continue
-            final = self.path / name / f"run-{self.run:05d}-part-{self._parts:05d}.parquet"
+            final = self._next_part(name)
             tmp = final.with_suffix(".tmp")
             pq.write_table(table, tmp, compression="zstd")
             os.replace(tmp, final)
         self._parts += 1
+
+    def part_writer(self) -> "PartWriter":
+        """A part written a row group at a time (see PartWriter)."""
+        return PartWriter(self)
+
+    def _next_part(self, name: str) -> Path:
+        return self.path / name / f"run-{self.run:05d}-part-{self._parts:05d}.parquet"
 
     def finish(self, summary: dict[str, Any]) -> None:
         self.state["runs"].append({"run": self.run, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **summary})
@@ -113,6 +120,43 @@ class SiteStore:
         tmp = self.path / (STATE + ".tmp")
         tmp.write_text(json.dumps(self.state, indent=1))
         os.replace(tmp, self.path / STATE)
+
+
+class PartWriter:
+    """One part of every table, written a row group at a time, so that the rows of a part never sit
+    in memory together.  Each table goes to a temporary file; ``close`` renames them into the
+    dataset, the ``logs`` table last (a run cut short before that re-reads those logs next time)."""
+
+    def __init__(self, store: SiteStore) -> None:
+        self.store = store
+        self.files: dict[str, tuple[Any, Path, Path]] = {}
+        self.rows = 0  # job and error rows written to this part
+
+    def write(self, tables: dict[str, Any]) -> None:
+        import pyarrow.parquet as pq
+
+        from .worker import schema
+
+        for name, table in tables.items():
+            if table is None or table.num_rows == 0:
+                continue
+            f = self.files.get(name)
+            if f is None:
+                final = self.store._next_part(name)
+                tmp = final.with_suffix(".tmp")
+                f = self.files[name] = (pq.ParquetWriter(tmp, schema(TABLES[name]), compression="zstd"), tmp, final)
+            f[0].write_table(table)
+
+    def close(self) -> None:
+        if not self.files:
+            return
+        for name in sorted(self.files, key=lambda n: n == "logs"):
+            writer, tmp, final = self.files[name]
+            writer.close()
+            os.replace(tmp, final)
+        self.files = {}
+        self.rows = 0
+        self.store._parts += 1
 
 
 def _read_state(path: Path) -> dict[str, Any]:

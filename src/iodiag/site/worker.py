@@ -123,3 +123,23 @@ def process_units(units: Sequence[Unit], *, config: Config, run: int, job_fn: st
     res: dict[str, Any] = {k: to_table(v, TABLE_COLUMNS[k]) for k, v in rows.items()}
     res["n_logs"] = sum(len(u.paths) for u in units)
     return res
+
+
+def pack_units(units: Sequence[Unit]) -> bytes:
+    """A task's jobs as one compressed pickle: what a Dask task is submitted with.
+
+    The scheduler (in the driver) keeps a finished task's arguments; sent as Unit objects
+    they cost the driver ~1.3 kB per log for the rest of the run (18 Python objects each),
+    as one compressed byte string ~60 bytes."""
+    import pickle
+    import zlib
+
+    return zlib.compress(pickle.dumps(list(units), protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def process_packed(packed: bytes, *, config: Config, run: int) -> dict[str, Any]:
+    """``process_units`` of the jobs ``pack_units`` packed."""
+    import pickle
+    import zlib
+
+    return process_units(pickle.loads(zlib.decompress(packed)), config=config, run=run)

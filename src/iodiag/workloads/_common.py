@@ -326,34 +326,11 @@ def dask_client(*, cluster: str, workers: int, threads: int, memory: str = "2GiB
                           processes=(cluster == "local"), memory_limit=memory,
                           dashboard_address=None)
     else:
-        try:
-            import dask_jobqueue
-        except ImportError:
-            from ..errors import DependencyMissing
+        from ..jobqueue import jobqueue_kwargs, start_jobqueue_cluster
 
-            raise DependencyMissing(
-                f"cluster {cluster!r} needs dask-jobqueue, which is not installed",
-                hint="pip install 'iodiag[jobqueue]' (dask-jobqueue)") from None
-        cls = {"slurm": dask_jobqueue.SLURMCluster, "lsf": dask_jobqueue.LSFCluster,
-               "pbs": dask_jobqueue.PBSCluster}[cluster]
-        import shlex
-
-        import iodiag
-
-        # workers must import the same iodiag as this client (tasks reference its functions)
-        src = str(Path(iodiag.__file__).resolve().parent.parent)
-        kwargs: dict[str, Any] = dict(cores=threads, processes=1, memory=memory, walltime=walltime,
-                                      job_script_prologue=[f"export PYTHONPATH={shlex.quote(src)}"
-                                                           "${PYTHONPATH:+:$PYTHONPATH}"])
-        if queue:
-            kwargs["queue"] = queue
-        if account:
-            kwargs["account"] = account
-        if log_directory:  # worker jobs' stdout/stderr (else they land in the current folder)
-            kwargs["log_directory"] = log_directory
-        cl = cls(**kwargs)
+        cl = start_jobqueue_cluster(cluster, jobs=workers, **jobqueue_kwargs(
+            cores=threads, memory=memory, walltime=walltime, queue=queue, account=account, log_directory=log_directory))
         info["jobqueue_script"] = cl.job_script()
-        cl.scale(jobs=workers)
     try:
         with Client(cl) as client:
             if cluster not in ("local", "threads"):

@@ -24,13 +24,13 @@ whole-job copies of every column.  The metrics, time model and detectors read th
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..profile import OPS_COLUMNS, Table, empty_table
+from ..profile import OP, OPS_COLUMNS, Table, empty_table
 
-__all__ = ["CHUNK_OPS", "OpsBuilder", "chunks"]
+__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "chunks", "process_tables", "streams"]
 
 CHUNK_OPS = 1 << 20  # operations converted at a time: bounds a conversion's temporaries (~100 MB at most)
 
@@ -83,3 +83,136 @@ class OpsBuilder:
                 cols[name] = cols[name][order]  # the unsorted column is freed as soon as it is replaced
             del order
         return Table._trusted(cols)
+
+
+class OpsSource:
+    """The ``ops`` of a job too large to hold at once, kept as a re-readable source, one process at a time.
+
+    A reader registers each process with :meth:`add`: a ``load`` callable that re-reads that process's operations
+    from its trace (an iterator of ops batches, in the order :class:`OpsBuilder` would have been given them), and
+    the batches of the reader's own pass, from which the job-wide summaries are taken now (``t_min``, ``t_max``,
+    ``has_rw``, the count).  Consumers fold over :func:`process_tables` (one table per process, its rows in the
+    order they have in the time-sorted ``ops`` table): memory is one process's operations, never the job's.
+
+    It also answers as a table (``len``, ``source["start_s"]``, ...) for code that has not been converted: the
+    first column access builds the whole ``ops`` table through ``OpsBuilder`` (exactly the table the reader would
+    have built) and keeps it.
+    """
+
+    def __init__(self) -> None:
+        self._procs: list[tuple[int, int, Callable[[], Iterator[Mapping[str, np.ndarray]]]]] = []
+        self._n = 0
+        self._table: Table | None = None
+        self.t_min = np.inf  # smallest start_s
+        self.t_max = -np.inf  # largest of start_s and end_s
+        self.has_rw = False  # some operation is a read or a write
+        self.all_rw = True  # every operation is a read or a write
+
+    def add(self, proc: int, load: Callable[[], Iterator[Mapping[str, np.ndarray]]],
+            batches: Iterator[Mapping[str, np.ndarray]]) -> None:
+        k = 0
+        for b in batches:
+            m = len(b["start_s"])
+            if not m:
+                continue
+            k += m
+            st, en = b["start_s"], b["end_s"]
+            self.t_min = min(self.t_min, float(st.min()))
+            self.t_max = max(self.t_max, float(st.max()), float(en.max()))
+            rw = b["op"] <= OP["write"]
+            self.has_rw = self.has_rw or bool(rw.any())
+            self.all_rw = self.all_rw and bool(rw.all())
+        self._procs.append((proc, k, load))
+        self._n += k
+
+    def __len__(self) -> int:
+        return self._n
+
+    def counts(self) -> list[tuple[int, int]]:
+        """(process, operations) per registered process, in registration order."""
+        return [(p, k) for p, k, _ in self._procs]
+
+    def process(self, i: int, columns: Iterable[str] | None = None) -> Table:
+        """The operations of the i-th registered process (``columns`` only), in stable time order."""
+        proc, k, load = self._procs[i]
+        want = list(OPS_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+        cols = {c: np.empty(k, OPS_COLUMNS[c]) for c in dict.fromkeys(want + ["start_s"])}
+        lo = 0
+        for b in load():
+            m = len(b["start_s"])
+            if lo + m > k:
+                break
+            for c, col in cols.items():
+                col[lo:lo + m] = b[c]
+            lo += m
+        if lo != k:
+            from ..errors import InputNotFound
+
+            raise InputNotFound(f"process {proc}: its trace changed while the job was being read ({lo} operations "
+                                f"instead of {k})", hint="report the job again once nothing writes its traces")
+        st = cols["start_s"]
+        if k > 1 and not bool(np.all(st[1:] >= st[:-1])):
+            order = np.argsort(st, kind="stable")
+            for c in list(cols):
+                cols[c] = cols[c][order]
+            del order
+        return Table._trusted({c: cols[c] for c in want})
+
+    def _whole(self) -> Table:
+        if self._table is None:
+            b = OpsBuilder(self._n)
+            for _, _, load in self._procs:
+                for batch in load():
+                    b.add(batch)
+            self._table = b.finish()
+        return self._table
+
+    # -- the Table interface, through the whole table (for consumers that need every operation at once)
+    @property
+    def columns(self) -> list[str]:
+        return list(OPS_COLUMNS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in OPS_COLUMNS
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._whole()[name]
+
+    def get(self, name: str, default=None):
+        return self._whole().get(name, default)
+
+    def items(self):
+        return self._whole().items()
+
+    def blocks(self):
+        return None
+
+    def filter(self, mask: np.ndarray) -> Table:
+        return self._whole().filter(mask)
+
+    def take(self, index: np.ndarray) -> Table:
+        return self._whole().take(index)
+
+    def __repr__(self) -> str:
+        return f"OpsSource({self._n} operations in {len(self._procs)} processes)"
+
+
+def process_tables(ops: "Table | OpsSource", columns: Iterable[str] | None = None) -> Iterator[Table]:
+    """Tables that each hold whole processes of ``ops``, each process's rows in their order in the ``ops`` table:
+    a fold that is exact per process (per-process sums, unions, distinct pairs) gives the same result over these
+    as over the whole table.  An ``OpsSource`` gives one process at a time; a held table is given whole."""
+    if isinstance(ops, OpsSource):
+        for i in range(len(ops._procs)):
+            if ops._procs[i][1]:
+                yield ops.process(i, columns)
+    elif len(ops):
+        yield ops if columns is None else Table._trusted({c: ops[c] for c in dict.fromkeys(columns)})
+
+
+def is_source(ops: object) -> bool:
+    return isinstance(ops, OpsSource)
+
+
+def streams(n_ops: int) -> bool:
+    """Whether a reader keeps a job of ``n_ops`` operations as an :class:`OpsSource` instead of a table."""
+    return n_ops > 2 * CHUNK_OPS

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..profile import OP, OPS_COLUMNS, Table, empty_table
 
-__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "chunks", "process_tables", "streams"]
+__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "chunks", "process_tables", "streams", "table_batches"]
 
 CHUNK_OPS = 1 << 20  # operations converted at a time: bounds a conversion's temporaries (~100 MB at most)
 
@@ -107,6 +107,8 @@ class OpsSource:
         self.t_max = -np.inf  # largest of start_s and end_s
         self.has_rw = False  # some operation is a read or a write
         self.all_rw = True  # every operation is a read or a write
+        self.end_max = -np.inf  # largest end_s
+        self.rw_modules: set[int] = set()  # modules of the reads and writes of processes >= 0
 
     def add(self, proc: int, load: Callable[[], Iterator[Mapping[str, np.ndarray]]],
             batches: Iterator[Mapping[str, np.ndarray]]) -> None:
@@ -122,6 +124,10 @@ class OpsSource:
             rw = b["op"] <= OP["write"]
             self.has_rw = self.has_rw or bool(rw.any())
             self.all_rw = self.all_rw and bool(rw.all())
+            self.end_max = max(self.end_max, float(en.max()))
+            own = rw & (np.asarray(b["proc"]) >= 0)
+            if own.any():
+                self.rw_modules.update(np.unique(np.broadcast_to(b["module"], own.shape)[own]).tolist())
         self._procs.append((proc, k, load))
         self._n += k
 
@@ -195,6 +201,34 @@ class OpsSource:
 
     def __repr__(self) -> str:
         return f"OpsSource({self._n} operations in {len(self._procs)} processes)"
+
+
+def table_batches(source: OpsSource, columns: Iterable[str], chunk: int | None = None) -> Iterator[tuple[int, Table]]:
+    """``(batch number, rows)`` of an ``OpsSource``, one process at a time, where the batch number of an operation
+    is the ``chunks`` slice of the whole time-sorted ``ops`` table that it would be in: a fold that adds each
+    batch's sums per process (a raster with one row per process) adds the same numbers in the same order as
+    over ``chunks`` of the table.  Holds the start times of every operation (8 bytes each) and one process."""
+    chunk = chunk or CHUNK_OPS
+    starts = [source.process(i, ("start_s",))["start_s"] for i in range(len(source._procs))]
+    for i in range(len(source._procs)):
+        if not source._procs[i][1]:
+            continue
+        t = source.process(i, columns)
+        s = starts[i]
+        # rank in the stable time sort of the table: processes were added in order, so an equal start of an
+        # earlier process comes first, of a later one after
+        rank = np.arange(len(s), dtype="i8")
+        for j, other in enumerate(starts):
+            if j != i and len(other):
+                rank += np.searchsorted(other, s, side="right" if j < i else "left")
+        cut = np.searchsorted(rank, np.arange(rank[0] // chunk + 1, rank[-1] // chunk + 1) * chunk)
+        bounds = [0, *cut.tolist(), len(s)]
+        first = int(rank[0] // chunk)
+        del rank
+        for k in range(len(bounds) - 1):
+            lo, hi = bounds[k], bounds[k + 1]
+            if hi > lo:
+                yield first + k, Table._trusted({c: t[c][lo:hi] for c in t.columns})
 
 
 def process_tables(ops: "Table | OpsSource", columns: Iterable[str] | None = None) -> Iterator[Table]:

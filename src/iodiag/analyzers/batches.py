@@ -164,7 +164,8 @@ class OpsSource:
             del order
         return Table._trusted({c: cols[c] for c in want})
 
-    def _whole(self) -> Table:
+    def table(self) -> Table:
+        """The whole ``ops`` table (built once, then kept): what the reader would have built."""
         if self._table is None:
             b = OpsBuilder(self._n)
             for _, _, load in self._procs:
@@ -182,22 +183,22 @@ class OpsSource:
         return name in OPS_COLUMNS
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self._whole()[name]
+        return self.table()[name]
 
     def get(self, name: str, default=None):
-        return self._whole().get(name, default)
+        return self.table().get(name, default)
 
     def items(self):
-        return self._whole().items()
+        return self.table().items()
 
     def blocks(self):
         return None
 
     def filter(self, mask: np.ndarray) -> Table:
-        return self._whole().filter(mask)
+        return self.table().filter(mask)
 
     def take(self, index: np.ndarray) -> Table:
-        return self._whole().take(index)
+        return self.table().take(index)
 
     def __repr__(self) -> str:
         return f"OpsSource({self._n} operations in {len(self._procs)} processes)"

@@ -88,8 +88,9 @@ class OpsBuilder:
 class OpsSource:
     """The ``ops`` of a job too large to hold at once, kept as a re-readable source, one process at a time.
 
-    A reader registers each process with :meth:`add`: a ``load`` callable that re-reads that process's operations
-    from its trace (an iterator of ops batches, in the order :class:`OpsBuilder` would have been given them), and
+    A reader registers each process with :meth:`add`: a ``load(columns=None)`` callable that re-reads that process's
+    operations from its trace (an iterator of ops batches holding at least ``columns``, all when None, in the order
+    :class:`OpsBuilder` would have been given them), and
     the batches of the reader's own pass, from which the job-wide summaries are taken now (``t_min``, ``t_max``,
     ``has_rw``, the count).  Consumers fold over :func:`process_tables` (one table per process, its rows in the
     order they have in the time-sorted ``ops`` table): memory is one process's operations, never the job's.
@@ -100,7 +101,7 @@ class OpsSource:
     """
 
     def __init__(self) -> None:
-        self._procs: list[tuple[int, int, Callable[[], Iterator[Mapping[str, np.ndarray]]]]] = []
+        self._procs: list[tuple[int, int, Callable[..., Iterator[Mapping[str, np.ndarray]]]]] = []
         self._n = 0
         self._table: Table | None = None
         self.t_min = np.inf  # smallest start_s
@@ -110,7 +111,7 @@ class OpsSource:
         self.end_max = -np.inf  # largest end_s
         self.rw_modules: set[int] = set()  # modules of the reads and writes of processes >= 0
 
-    def add(self, proc: int, load: Callable[[], Iterator[Mapping[str, np.ndarray]]],
+    def add(self, proc: int, load: Callable[..., Iterator[Mapping[str, np.ndarray]]],
             batches: Iterator[Mapping[str, np.ndarray]]) -> None:
         k = 0
         for b in batches:
@@ -144,7 +145,7 @@ class OpsSource:
         want = list(OPS_COLUMNS) if columns is None else list(dict.fromkeys(columns))
         cols = {c: np.empty(k, OPS_COLUMNS[c]) for c in dict.fromkeys(want + ["start_s"])}
         lo = 0
-        for b in load():
+        for b in load(tuple(cols)):
             m = len(b["start_s"])
             if lo + m > k:
                 break

@@ -772,7 +772,9 @@ def ops_group_chunks(profile: JobProfile, mask=None,
     prev = None
     # a stable lexsort with the process as first key keeps processes apart: sorting whole processes at a time
     # (one table each when the ops are a source) gives the order of sorting the whole table
-    for o in batches.process_tables(profile.ops):
+    # the sort keys, the selection's columns (a mask reads offsets, lengths or files) and ``columns``
+    need = ("proc", "file_id", "op", "module", "start_s", "offset", "length") + tuple(columns)
+    for o in batches.process_tables(profile.ops, need if batches.is_source(profile.ops) else None):
         keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
         if mask is not None:
             keep &= mask(o)

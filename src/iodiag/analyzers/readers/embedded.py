@@ -425,34 +425,42 @@ def _capped_issue(path: Path, h: np.void, recs: np.ndarray, dropped: int) -> Loa
         next_step="counts are lower bounds; raise the cap (IODIAG_MAX_RECORDS, or max_records= when preparing the run)")
 
 
-def _ops_batch(proc: int, r: np.ndarray) -> dict[str, np.ndarray]:
-    """ops columns of a chunk of one process's successful records."""
-    opc = r["op"]
-    op = _OPC_TO_OP[opc]
-    is_rw = (op == OP["read"]) | (op == OP["write"])
-    off = r["offset"]
-    offset = np.where(is_rw & ((r["flags"] & RF_OFFSET_UNKNOWN) == 0), off, -1)
-    seek = op == OP["seek"]
-    if seek.any():
-        offset[seek] = off[seek]
-    is_rw |= op == OP["readdir"]
-    return {
-        "proc": proc, "thread": r["tid"], "file_id": r["file_id"],
-        "module": np.where(r["module"] == MODULE_STDIO, OPS_MODULE["STDIO"], OPS_MODULE["POSIX"]),
-        "op": op, "offset": offset, "length": np.where(is_rw, r["length"], 0),
-        "start_s": r["start_ns"].astype("f8") * 1e-9, "end_s": (r["start_ns"] + r["dur_ns"]).astype("f8") * 1e-9,
+def _ops_batch(proc: int, r: np.ndarray, columns=None) -> dict[str, np.ndarray]:
+    """ops columns (all, or only ``columns``) of a chunk of one process's successful records."""
+    want = (lambda c: True) if columns is None else columns.__contains__
+    out: dict[str, Any] = {}
+    op = _OPC_TO_OP[r["op"]]
+    if want("offset") or want("length"):
+        is_rw = (op == OP["read"]) | (op == OP["write"])
+        if want("offset"):
+            off = r["offset"]
+            offset = np.where(is_rw & ((r["flags"] & RF_OFFSET_UNKNOWN) == 0), off, -1)
+            seek = op == OP["seek"]
+            if seek.any():
+                offset[seek] = off[seek]
+            out["offset"] = offset
+        if want("length"):
+            is_rw |= op == OP["readdir"]
+            out["length"] = np.where(is_rw, r["length"], 0)
+    make = {
+        "proc": lambda: proc, "thread": lambda: r["tid"], "file_id": lambda: r["file_id"],
+        "module": lambda: np.where(r["module"] == MODULE_STDIO, OPS_MODULE["STDIO"], OPS_MODULE["POSIX"]),
+        "op": lambda: op, "start_s": lambda: r["start_ns"].astype("f8") * 1e-9,
+        "end_s": lambda: (r["start_ns"] + r["dur_ns"]).astype("f8") * 1e-9,
     }
+    out.update({c: f() for c, f in make.items() if want(c)})
+    return out
 
 
-def _reload_ops(path: Path, n: int, i: int):
-    """The ops batches of process i re-read from its trace: the records ``load_traces`` kept (recorded, not failed),
-    converted chunk by chunk as on the first reading."""
+def _reload_ops(path: Path, n: int, i: int, columns=None):
+    """The ops batches (all columns, or only ``columns``) of process i re-read from its trace: the records
+    ``load_traces`` kept (recorded, not failed), converted chunk by chunk as on the first reading."""
     recs = np.fromfile(path, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
     keep = (recs["op"] != 0) & ((recs["flags"] & RF_FAILED) == 0)
     ok = recs if bool(keep.all()) else recs[keep]
     del recs, keep
     for sl in chunks(len(ok)):
-        yield _ops_batch(i, ok[sl])
+        yield _ops_batch(i, ok[sl], columns)
 
 
 def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBuilder | OpsSource,

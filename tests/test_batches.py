@@ -120,4 +120,10 @@ def test_an_ops_source_folds_to_the_numbers_of_the_table_it_stands_for(job, smal
     m_s, m_h = metadata_over_time(streamed), metadata_over_time(held)
     for c in m_h.columns:
         assert np.array_equal(np.asarray(m_s[c]), np.asarray(m_h[c])), c
+    if job == "g3":  # a Dask job: the task <-> operation join reads the worker processes' operations only
+        from iodiag.analyzers.tasktime import dask_time_of
+
+        d_s, d_h = dask_time_of(streamed), dask_time_of(held)
+        assert d_s is not None and d_s.io_traced and d_s.io_in_tasks_s > 0
+        assert d_s == d_h
     assert streamed.ops._table is None  # none of these read the whole source

@@ -141,39 +141,52 @@ class OpsSource:
 
     def process(self, i: int, columns: Iterable[str] | None = None) -> Table:
         """The operations of the i-th registered process (``columns`` only), in stable time order."""
-        proc, k, load = self._procs[i]
-        want = list(OPS_COLUMNS) if columns is None else list(dict.fromkeys(columns))
-        cols = {c: np.empty(k, OPS_COLUMNS[c]) for c in dict.fromkeys(want + ["start_s"])}
-        lo = 0
-        for b in load(tuple(cols)):
-            m = len(b["start_s"])
-            if lo + m > k:
-                break
-            for c, col in cols.items():
-                col[lo:lo + m] = b[c]
-            lo += m
-        if lo != k:
-            from ..errors import InputNotFound
+        return self._build([i], columns)
 
-            raise InputNotFound(f"process {proc}: its trace changed while the job was being read ({lo} operations "
-                                f"instead of {k})", hint="report the job again once nothing writes its traces")
+    def table(self, columns: Iterable[str] | None = None, procs: Iterable[int] | None = None) -> Table:
+        """The ``ops`` table, or its ``columns`` and the rows of ``procs`` only, in the order they have in the
+        whole table (a stable time sort of some processes keeps their relative order in the sort of all).
+        The whole table is built once and kept; a part is built on each call."""
+        if columns is None and procs is None:
+            if self._table is None:
+                b = OpsBuilder(self._n)
+                for _, _, load in self._procs:
+                    for batch in load():
+                        b.add(batch)
+                self._table = b.finish()
+            return self._table
+        keep = None if procs is None else set(int(p) for p in procs)
+        return self._build([i for i, (p, _, _) in enumerate(self._procs) if keep is None or p in keep], columns)
+
+    def _build(self, which: list[int], columns: Iterable[str] | None) -> Table:
+        want = list(OPS_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+        total = sum(self._procs[i][1] for i in which)
+        cols = {c: np.empty(total, OPS_COLUMNS[c]) for c in dict.fromkeys(want + ["start_s"])}
+        lo = 0
+        for i in which:
+            proc, k, load = self._procs[i]
+            top = lo + k
+            for b in load(tuple(cols)):
+                m = len(b["start_s"])
+                if lo + m > top:
+                    lo = top + 1
+                    break
+                for c, col in cols.items():
+                    col[lo:lo + m] = b[c]
+                lo += m
+            if lo != top:
+                from ..errors import InputNotFound
+
+                raise InputNotFound(f"process {proc}: its trace changed while the job was being read (not the "
+                                    f"{k} operations read first)",
+                                    hint="report the job again once nothing writes its traces")
         st = cols["start_s"]
-        if k > 1 and not bool(np.all(st[1:] >= st[:-1])):
+        if total > 1 and not bool(np.all(st[1:] >= st[:-1])):
             order = np.argsort(st, kind="stable")
             for c in list(cols):
                 cols[c] = cols[c][order]
             del order
         return Table._trusted({c: cols[c] for c in want})
-
-    def table(self) -> Table:
-        """The whole ``ops`` table (built once, then kept): what the reader would have built."""
-        if self._table is None:
-            b = OpsBuilder(self._n)
-            for _, _, load in self._procs:
-                for batch in load():
-                    b.add(batch)
-            self._table = b.finish()
-        return self._table
 
     # -- the Table interface, through the whole table (for consumers that need every operation at once)
     @property

@@ -120,6 +120,14 @@ def test_an_ops_source_folds_to_the_numbers_of_the_table_it_stands_for(job, smal
     m_s, m_h = metadata_over_time(streamed), metadata_over_time(held)
     for c in m_h.columns:
         assert np.array_equal(np.asarray(m_s[c]), np.asarray(m_h[c])), c
+    # the access-size histogram of a profile without counters comes from the ops
+    from iodiag.reports.plots.volumes import access_sizes
+
+    streamed.counters, held.counters = {}, {}
+    a_s, a_h = access_sizes(streamed), access_sizes(held)
+    assert len(a_h) and set(a_h["source"].tolist()) == {"ops"} and int(a_h["count"].sum()) > 0
+    for c in a_h.columns:
+        assert a_s[c].tolist() == a_h[c].tolist(), c
     if job == "g3":  # a Dask job: the task <-> operation join reads the worker processes' operations only
         from iodiag.analyzers.tasktime import dask_time_of
 

@@ -19,7 +19,16 @@ and, inside a process, **one chunk of at most** :data:`CHUNK_OPS` operations at 
 
 Peak memory of a reader following this contract is therefore about the final ``ops`` table (58 bytes per
 operation) plus one process's raw records and the per-process summary temporaries, instead of several
-whole-job copies of every column.  The metrics, time model and detectors read the finished table.
+whole-job copies of every column.
+
+A job of more than ``2 * CHUNK_OPS`` operations (:func:`streams`) does not build the table at all: the reader
+registers each process with an :class:`OpsSource` (how to re-read its operations from the trace, plus job-wide
+summaries taken on the first reading) and the consumers on the report path fold over
+:func:`process_tables` (one process at a time, in its order in the table: exact for per-process sums, unions
+and distinct pairs), :func:`table_batches` (the raster: each process's operations in the ``chunks`` of the
+table they would be in) or ``OpsSource.table(columns, procs)`` (a few processes, e.g. the Dask workers).  Memory
+is then one process's operations, whatever the job; ``profile.ops[...]`` on a source still works (it builds the
+whole table once) for code that has not been converted.
 """
 
 from __future__ import annotations

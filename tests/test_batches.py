@@ -135,3 +135,23 @@ def test_an_ops_source_folds_to_the_numbers_of_the_table_it_stands_for(job, smal
         assert d_s is not None and d_s.io_traced and d_s.io_in_tasks_s > 0
         assert d_s == d_h
     assert streamed.ops._table is None  # none of these read the whole source
+
+
+def test_a_trace_that_changed_after_it_was_read_is_a_clear_error(tmp_path, small_batches):
+    """The source re-reads the traces: one that lost records since the first reading is reported, never folded
+    silently into different numbers."""
+    import shutil
+
+    from iodiag.analyzers.batches import process_tables
+    from iodiag.analyzers.readers.embedded import load_traces
+    from iodiag.errors import InputUnreadable
+
+    traces = shutil.copytree(JOBS / "g2" / "traces", tmp_path / "traces")
+    prof = load_traces(traces, job_id="g2")
+    assert sum(len(t) for t in process_tables(prof.ops, ("proc",))) == len(prof.ops)
+    biggest = max(traces.glob("*.iot"), key=lambda p: p.stat().st_size)
+    with biggest.open("r+b") as fh:
+        fh.truncate(biggest.stat().st_size // 2)
+    with pytest.raises(InputUnreadable, match="changed while the job was being read"):
+        for _ in process_tables(prof.ops, ("proc",)):
+            pass

@@ -184,11 +184,11 @@ class OpsSource:
                     col[lo:lo + m] = b[c]
                 lo += m
             if lo != top:
-                from ..errors import InputNotFound
+                from ..errors import InputUnreadable
 
-                raise InputNotFound(f"process {proc}: its trace changed while the job was being read (not the "
-                                    f"{k} operations read first)",
-                                    hint="report the job again once nothing writes its traces")
+                raise InputUnreadable(f"process {proc}: its trace changed while the job was being read (not the "
+                                      f"{k} operations read first)",
+                                      hint="report the job again once nothing writes its traces")
         st = cols["start_s"]
         if total > 1 and not bool(np.all(st[1:] >= st[:-1])):
             order = np.argsort(st, kind="stable")

@@ -98,9 +98,9 @@ def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) 
     m = metrics_of(profile)
     start = profile.job.start_s or 0.0
     if m.dxt_complete:
-        o = profile.ops
         end = np.full(m.nprocs, -np.inf)
-        np.maximum.at(end, np.clip(o["proc"], 0, m.nprocs - 1), o["end_s"] - start)
+        for o in process_tables(profile.ops, ("proc", "end_s")):  # maxima: exact in any grouping
+            np.maximum.at(end, np.clip(o["proc"], 0, m.nprocs - 1), o["end_s"] - start)
     else:
         lv = m.level
         own = (lv["proc"] >= 0) & (lv["reads"] + lv["writes"] > 0)

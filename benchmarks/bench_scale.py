@@ -8,7 +8,7 @@ rusage of that process, CPU time is its user + system time (less disturbed by ot
 
 Run:  python benchmarks/bench_scale.py [--sizes 1M,10M,50M] [--procs 8] [--repeat 1] [--no-dxt] [--no-speed]
       [--work DIR] [--out benchmarks/results/scale.md]
-A 50M-operation job needs ~2.4 GB of disk for its traces and ~6 GB of memory to report today (see README).
+A 50M-operation job needs ~2.4 GB of disk for its traces and ~1.1 GB of memory to report (see README).
 """
 
 from __future__ import annotations

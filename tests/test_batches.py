@@ -80,3 +80,78 @@ def test_ops_builder_orders_batches_by_time_one_column_at_a_time():
     assert len(t) == 5 and t["start_s"].tolist() == [1.0, 2.0, 3.0, 3.0, 5.0]
     assert t["proc"].tolist() == [0, 1, 0, 1, 0]  # equal start times keep the order they were added in
     assert t["proc"].dtype == np.int64 and t["op"].dtype == np.int8 and len(t["offset"]) == 5  # unused tail dropped
+
+
+@pytest.mark.parametrize("job", ["g2", "g3"])
+def test_an_ops_source_folds_to_the_numbers_of_the_table_it_stands_for(job, small_batches):
+    """With batches of 997 the embedded reader keeps the ops of these jobs (3,000+ operations, 4 processes that
+    overlap in time) as an OpsSource re-read one process at a time; every consumer folding over it gives exactly
+    (not approximately) what it gives over the whole table."""
+    from iodiag.analyzers.batches import OpsSource, process_tables
+    from iodiag.analyzers.job import load_job_record
+    from iodiag.analyzers.metrics import ops_procs_per_file
+    from iodiag.analyzers.timemodel import time_model_of
+    from iodiag.config import Config
+    from iodiag.reports.plots.metadata import metadata_over_time
+    from iodiag.reports.plots.timeline import io_timeline
+
+    streamed = load_job_record(JOBS / job, config=Config())
+    held = load_job_record(JOBS / job, config=Config())
+    assert isinstance(streamed.ops, OpsSource) and isinstance(held.ops, OpsSource)
+    held.ops = held.ops.table()
+    whole = held.ops
+    assert len(whole) == len(streamed.ops) > 3 * 997
+    assert bool(np.all(whole["start_s"][1:] >= whole["start_s"][:-1]))
+    # one process at a time, in the order of the table
+    parts = list(process_tables(streamed.ops))
+    assert len(parts) == len(np.unique(whole["proc"])) >= 2
+    for part in parts:
+        mine = whole.filter(whole["proc"] == part["proc"][0])
+        for c in whole.columns:
+            assert np.array_equal(part[c], mine[c]), c
+    # the folds over it
+    assert np.array_equal(time_model_of(streamed).proc_io_s, time_model_of(held).proc_io_s)
+    for a, b in zip(ops_procs_per_file(streamed), ops_procs_per_file(held)):
+        assert np.array_equal(a, b)
+    t_s, t_h = io_timeline(streamed), io_timeline(held)
+    assert t_s.source == t_h.source == "ops" and t_s.totals == t_h.totals
+    for c in ("read", "write"):
+        assert np.array_equal(t_s.grid(c), t_h.grid(c))
+    m_s, m_h = metadata_over_time(streamed), metadata_over_time(held)
+    for c in m_h.columns:
+        assert np.array_equal(np.asarray(m_s[c]), np.asarray(m_h[c])), c
+    # the access-size histogram of a profile without counters comes from the ops
+    from iodiag.reports.plots.volumes import access_sizes
+
+    streamed.counters, held.counters = {}, {}
+    a_s, a_h = access_sizes(streamed), access_sizes(held)
+    assert len(a_h) and set(a_h["source"].tolist()) == {"ops"} and int(a_h["count"].sum()) > 0
+    for c in a_h.columns:
+        assert a_s[c].tolist() == a_h[c].tolist(), c
+    if job == "g3":  # a Dask job: the task <-> operation join reads the worker processes' operations only
+        from iodiag.analyzers.tasktime import dask_time_of
+
+        d_s, d_h = dask_time_of(streamed), dask_time_of(held)
+        assert d_s is not None and d_s.io_traced and d_s.io_in_tasks_s > 0
+        assert d_s == d_h
+    assert streamed.ops._table is None  # none of these read the whole source
+
+
+def test_a_trace_that_changed_after_it_was_read_is_a_clear_error(tmp_path, small_batches):
+    """The source re-reads the traces: one that lost records since the first reading is reported, never folded
+    silently into different numbers."""
+    import shutil
+
+    from iodiag.analyzers.batches import process_tables
+    from iodiag.analyzers.readers.embedded import load_traces
+    from iodiag.errors import InputUnreadable
+
+    traces = shutil.copytree(JOBS / "g2" / "traces", tmp_path / "traces")
+    prof = load_traces(traces, job_id="g2")
+    assert sum(len(t) for t in process_tables(prof.ops, ("proc",))) == len(prof.ops)
+    biggest = max(traces.glob("*.iot"), key=lambda p: p.stat().st_size)
+    with biggest.open("r+b") as fh:
+        fh.truncate(biggest.stat().st_size // 2)
+    with pytest.raises(InputUnreadable, match="changed while the job was being read"):
+        for _ in process_tables(prof.ops, ("proc",)):
+            pass

@@ -270,6 +270,9 @@ class JobProfile:
 
     @property
     def has_dxt(self) -> bool:
+        known = getattr(self.ops, "has_rw", None)  # a source of ops (analyzers.batches.OpsSource) knows it
+        if known is not None:
+            return len(self.ops) > 0 and known
         return len(self.ops) > 0 and bool(np.any(self.ops["op"] <= OP["write"]))
 
     def module(self, name: str) -> Table | None:

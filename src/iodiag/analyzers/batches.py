@@ -19,18 +19,27 @@ and, inside a process, **one chunk of at most** :data:`CHUNK_OPS` operations at 
 
 Peak memory of a reader following this contract is therefore about the final ``ops`` table (58 bytes per
 operation) plus one process's raw records and the per-process summary temporaries, instead of several
-whole-job copies of every column.  The metrics, time model and detectors read the finished table.
+whole-job copies of every column.
+
+A job of more than ``2 * CHUNK_OPS`` operations (:func:`streams`) does not build the table at all: the reader
+registers each process with an :class:`OpsSource` (how to re-read its operations from the trace, plus job-wide
+summaries taken on the first reading) and the consumers on the report path fold over
+:func:`process_tables` (one process at a time, in its order in the table: exact for per-process sums, unions
+and distinct pairs), :func:`table_batches` (the raster: each process's operations in the ``chunks`` of the
+table they would be in) or ``OpsSource.table(columns, procs)`` (a few processes, e.g. the Dask workers).  Memory
+is then one process's operations, whatever the job; ``profile.ops[...]`` on a source still works (it builds the
+whole table once) for code that has not been converted.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..profile import OPS_COLUMNS, Table, empty_table
+from ..profile import OP, OPS_COLUMNS, Table, empty_table
 
-__all__ = ["CHUNK_OPS", "OpsBuilder", "chunks"]
+__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "chunks", "process_tables", "streams", "table_batches"]
 
 CHUNK_OPS = 1 << 20  # operations converted at a time: bounds a conversion's temporaries (~100 MB at most)
 
@@ -83,3 +92,185 @@ class OpsBuilder:
                 cols[name] = cols[name][order]  # the unsorted column is freed as soon as it is replaced
             del order
         return Table._trusted(cols)
+
+
+class OpsSource:
+    """The ``ops`` of a job too large to hold at once, kept as a re-readable source, one process at a time.
+
+    A reader registers each process with :meth:`add`: a ``load(columns=None)`` callable that re-reads that process's
+    operations from its trace (an iterator of ops batches holding at least ``columns``, all when None, in the order
+    :class:`OpsBuilder` would have been given them), and
+    the batches of the reader's own pass, from which the job-wide summaries are taken now (``t_min``, ``t_max``,
+    ``has_rw``, the count).  Consumers fold over :func:`process_tables` (one table per process, its rows in the
+    order they have in the time-sorted ``ops`` table): memory is one process's operations, never the job's.
+
+    It also answers as a table (``len``, ``source["start_s"]``, ...) for code that has not been converted: the
+    first column access builds the whole ``ops`` table through ``OpsBuilder`` (exactly the table the reader would
+    have built) and keeps it.
+    """
+
+    def __init__(self) -> None:
+        self._procs: list[tuple[int, int, Callable[..., Iterator[Mapping[str, np.ndarray]]]]] = []
+        self._n = 0
+        self._table: Table | None = None
+        self.t_min = np.inf  # smallest start_s
+        self.t_max = -np.inf  # largest of start_s and end_s
+        self.has_rw = False  # some operation is a read or a write
+        self.all_rw = True  # every operation is a read or a write
+        self.end_max = -np.inf  # largest end_s
+        self.rw_modules: set[int] = set()  # modules of the reads and writes of processes >= 0
+
+    def add(self, proc: int, load: Callable[..., Iterator[Mapping[str, np.ndarray]]],
+            batches: Iterator[Mapping[str, np.ndarray]]) -> None:
+        k = 0
+        for b in batches:
+            m = len(b["start_s"])
+            if not m:
+                continue
+            k += m
+            st, en = b["start_s"], b["end_s"]
+            self.t_min = min(self.t_min, float(st.min()))
+            self.t_max = max(self.t_max, float(st.max()), float(en.max()))
+            rw = b["op"] <= OP["write"]
+            self.has_rw = self.has_rw or bool(rw.any())
+            self.all_rw = self.all_rw and bool(rw.all())
+            self.end_max = max(self.end_max, float(en.max()))
+            own = rw & (np.asarray(b["proc"]) >= 0)
+            if own.any():
+                self.rw_modules.update(np.unique(np.broadcast_to(b["module"], own.shape)[own]).tolist())
+        self._procs.append((proc, k, load))
+        self._n += k
+
+    def __len__(self) -> int:
+        return self._n
+
+    def counts(self) -> list[tuple[int, int]]:
+        """(process, operations) per registered process, in registration order."""
+        return [(p, k) for p, k, _ in self._procs]
+
+    def process(self, i: int, columns: Iterable[str] | None = None) -> Table:
+        """The operations of the i-th registered process (``columns`` only), in stable time order."""
+        return self._build([i], columns)
+
+    def table(self, columns: Iterable[str] | None = None, procs: Iterable[int] | None = None) -> Table:
+        """The ``ops`` table, or its ``columns`` and the rows of ``procs`` only, in the order they have in the
+        whole table (a stable time sort of some processes keeps their relative order in the sort of all).
+        The whole table is built once and kept; a part is built on each call."""
+        if columns is None and procs is None:
+            if self._table is None:
+                b = OpsBuilder(self._n)
+                for _, _, load in self._procs:
+                    for batch in load():
+                        b.add(batch)
+                self._table = b.finish()
+            return self._table
+        keep = None if procs is None else set(int(p) for p in procs)
+        return self._build([i for i, (p, _, _) in enumerate(self._procs) if keep is None or p in keep], columns)
+
+    def _build(self, which: list[int], columns: Iterable[str] | None) -> Table:
+        want = list(OPS_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+        total = sum(self._procs[i][1] for i in which)
+        cols = {c: np.empty(total, OPS_COLUMNS[c]) for c in dict.fromkeys(want + ["start_s"])}
+        lo = 0
+        for i in which:
+            proc, k, load = self._procs[i]
+            top = lo + k
+            for b in load(tuple(cols)):
+                m = len(b["start_s"])
+                if lo + m > top:
+                    lo = top + 1
+                    break
+                for c, col in cols.items():
+                    col[lo:lo + m] = b[c]
+                lo += m
+            if lo != top:
+                from ..errors import InputUnreadable
+
+                raise InputUnreadable(f"process {proc}: its trace changed while the job was being read (not the "
+                                      f"{k} operations read first)",
+                                      hint="report the job again once nothing writes its traces")
+        st = cols["start_s"]
+        if total > 1 and not bool(np.all(st[1:] >= st[:-1])):
+            order = np.argsort(st, kind="stable")
+            for c in list(cols):
+                cols[c] = cols[c][order]
+            del order
+        return Table._trusted({c: cols[c] for c in want})
+
+    # -- the Table interface, through the whole table (for consumers that need every operation at once)
+    @property
+    def columns(self) -> list[str]:
+        return list(OPS_COLUMNS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in OPS_COLUMNS
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.table()[name]
+
+    def get(self, name: str, default=None):
+        return self.table().get(name, default)
+
+    def items(self):
+        return self.table().items()
+
+    def blocks(self):
+        return None
+
+    def filter(self, mask: np.ndarray) -> Table:
+        return self.table().filter(mask)
+
+    def take(self, index: np.ndarray) -> Table:
+        return self.table().take(index)
+
+    def __repr__(self) -> str:
+        return f"OpsSource({self._n} operations in {len(self._procs)} processes)"
+
+
+def table_batches(source: OpsSource, columns: Iterable[str], chunk: int | None = None) -> Iterator[tuple[int, Table]]:
+    """``(batch number, rows)`` of an ``OpsSource``, one process at a time, where the batch number of an operation
+    is the ``chunks`` slice of the whole time-sorted ``ops`` table that it would be in: a fold that adds each
+    batch's sums per process (a raster with one row per process) adds the same numbers in the same order as
+    over ``chunks`` of the table.  Holds the start times of every operation (8 bytes each) and one process."""
+    chunk = chunk or CHUNK_OPS
+    starts = [source.process(i, ("start_s",))["start_s"] for i in range(len(source._procs))]
+    for i in range(len(source._procs)):
+        if not source._procs[i][1]:
+            continue
+        t = source.process(i, columns)
+        s = starts[i]
+        # rank in the stable time sort of the table: processes were added in order, so an equal start of an
+        # earlier process comes first, of a later one after
+        rank = np.arange(len(s), dtype="i8")
+        for j, other in enumerate(starts):
+            if j != i and len(other):
+                rank += np.searchsorted(other, s, side="right" if j < i else "left")
+        cut = np.searchsorted(rank, np.arange(rank[0] // chunk + 1, rank[-1] // chunk + 1) * chunk)
+        bounds = [0, *cut.tolist(), len(s)]
+        first = int(rank[0] // chunk)
+        del rank
+        for k in range(len(bounds) - 1):
+            lo, hi = bounds[k], bounds[k + 1]
+            if hi > lo:
+                yield first + k, Table._trusted({c: t[c][lo:hi] for c in t.columns})
+
+
+def process_tables(ops: "Table | OpsSource", columns: Iterable[str] | None = None) -> Iterator[Table]:
+    """Tables that each hold whole processes of ``ops``, each process's rows in their order in the ``ops`` table:
+    a fold that is exact per process (per-process sums, unions, distinct pairs) gives the same result over these
+    as over the whole table.  An ``OpsSource`` gives one process at a time; a held table is given whole."""
+    if isinstance(ops, OpsSource):
+        for i in range(len(ops._procs)):
+            if ops._procs[i][1]:
+                yield ops.process(i, columns)
+    elif len(ops):
+        yield ops if columns is None else Table._trusted({c: ops[c] for c in dict.fromkeys(columns)})
+
+
+def is_source(ops: object) -> bool:
+    return isinstance(ops, OpsSource)
+
+
+def streams(n_ops: int) -> bool:
+    """Whether a reader keeps a job of ``n_ops`` operations as an :class:`OpsSource` instead of a table."""
+    return n_ops > 2 * CHUNK_OPS

@@ -737,10 +737,8 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
     """(sorted file ids, number of distinct processes with ops on each) from the ops table, once per profile."""
     m = metrics_of(profile)
     if m.ops_file_procs is None:
-        o = profile.ops
-        if not len(o):
-            m.ops_file_procs = (np.zeros(0, "u8"), np.zeros(0, "i8"))
-        else:
+        per_pair = []  # per batch of whole processes: the file of each distinct (file, process) pair
+        for o in batches.process_tables(profile.ops, ("file_id", "proc")):
             # ops come in runs of one (file, process) (a DXT record each): the distinct pairs are
             # those at the start of a run, so only the runs need sorting, not every op
             fid, pr = o["file_id"], o["proc"]
@@ -750,8 +748,11 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
             fu, fi = np.unique(fid, return_inverse=True)
             n = int(pr.max()) + 2
             pairs = np.unique(fi.astype("i8") * n + (pr + 1))
-            u, c = np.unique(pairs // n, return_counts=True)
-            m.ops_file_procs = (fu[u], c)
+            per_pair.append(fu[pairs // n])
+        if not per_pair:
+            m.ops_file_procs = (np.zeros(0, "u8"), np.zeros(0, "i8"))
+        else:  # a process is in one batch only: its pairs are distinct across batches
+            m.ops_file_procs = np.unique(np.concatenate(per_pair), return_counts=True)
     return m.ops_file_procs
 
 
@@ -766,36 +767,38 @@ def ops_group_chunks(profile: JobProfile, mask=None,
     The rows are selected before they are sorted and only ``columns`` are copied, batch by batch: the memory is the
     sort order of the selected rows (8 bytes each) plus one batch, never a sorted copy of the ops table.  The order
     is that of sorting every read/write and filtering (the sort is stable)."""
-    o = profile.ops
-    if not len(o):
-        return
-    keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
-    if mask is not None:
-        keep &= mask(o)
-    everything = bool(keep.all())
-    # the order of the selected rows is their order in a stable sort of all rows: sort (or check) the columns
-    # themselves, then drop the rows not selected (no copy of the key columns)
-    if _lex_sorted(o):
-        idx = None if everything else np.flatnonzero(keep)
-    else:
-        idx = np.lexsort((o["start_s"], o["op"], o["file_id"], o["proc"]))
-        if not everything:
-            idx = idx[keep[idx]]
-    del keep
-    n = len(o) if idx is None else len(idx)
     chunk = chunk or batches.CHUNK_OPS
     cols = tuple(dict.fromkeys(("proc", "file_id", "op") + tuple(columns)))
     prev = None
-    for lo in range(0, n, chunk):
-        rows = slice(lo, min(lo + chunk, n)) if idx is None else idx[lo:lo + chunk]
-        t = Table._trusted({c: o[c][rows] for c in cols})
-        p, f, op = t["proc"], t["file_id"], t["op"]
-        same = np.zeros(len(t), bool)
-        same[1:] = (p[1:] == p[:-1]) & (f[1:] == f[:-1]) & (op[1:] == op[:-1])
-        if prev is not None:
-            same[0] = prev["proc"] == p[0] and prev["file_id"] == f[0] and prev["op"] == op[0]
-        yield t, same, prev
-        prev = {c: t[c][-1] for c in cols}
+    # a stable lexsort with the process as first key keeps processes apart: sorting whole processes at a time
+    # (one table each when the ops are a source) gives the order of sorting the whole table
+    # the sort keys, the selection's columns (a mask reads offsets, lengths or files) and ``columns``
+    need = ("proc", "file_id", "op", "module", "start_s", "offset", "length") + tuple(columns)
+    for o in batches.process_tables(profile.ops, need if batches.is_source(profile.ops) else None):
+        keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
+        if mask is not None:
+            keep &= mask(o)
+        everything = bool(keep.all())
+        # the order of the selected rows is their order in a stable sort of all rows: sort (or check) the columns
+        # themselves, then drop the rows not selected (no copy of the key columns)
+        if _lex_sorted(o):
+            idx = None if everything else np.flatnonzero(keep)
+        else:
+            idx = np.lexsort((o["start_s"], o["op"], o["file_id"], o["proc"]))
+            if not everything:
+                idx = idx[keep[idx]]
+        del keep
+        n = len(o) if idx is None else len(idx)
+        for lo in range(0, n, chunk):
+            rows = slice(lo, min(lo + chunk, n)) if idx is None else idx[lo:lo + chunk]
+            t = Table._trusted({c: o[c][rows] for c in cols})
+            p, f, op = t["proc"], t["file_id"], t["op"]
+            same = np.zeros(len(t), bool)
+            same[1:] = (p[1:] == p[:-1]) & (f[1:] == f[:-1]) & (op[1:] == op[:-1])
+            if prev is not None:
+                same[0] = prev["proc"] == p[0] and prev["file_id"] == f[0] and prev["op"] == op[0]
+            yield t, same, prev
+            prev = {c: t[c][-1] for c in cols}
 
 
 def previous_rows(t: Table, prev: dict | None, column: str) -> np.ndarray:

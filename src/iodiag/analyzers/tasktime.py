@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..profile import OP, JobProfile
+from .batches import is_source
 from .metrics import median, memo
 
 
@@ -286,6 +287,10 @@ def _compute(profile: JobProfile) -> DaskTime | None:
     # I/O joined to tasks: worker processes' operations by pid and time window
     o = profile.ops
     pr = profile.processes
+    if is_source(o) and len(pr):  # only the worker processes' operations, in their order in the table
+        workers_pids = np.unique(pid[pid >= 0])
+        o = o.table(("proc", "op", "thread", "length", "start_s", "end_s"),
+                    procs=pr["proc"][np.isin(pr["pid"], workers_pids)].tolist())
     io_in = io_out = amb = exact_s = 0.0
     offsets: dict = {}
     task_io: dict = {}

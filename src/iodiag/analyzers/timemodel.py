@@ -60,25 +60,32 @@ class TimeModel:
         return min(w, self.runtime_s) if self.runtime_s and self.runtime_s > 0 else w
 
 
-def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int, *, t0: float | None = None,
+                    span: float | None = None, group_base: int = 0) -> np.ndarray:
     """Per process, the total length of the union of its [start, end] intervals.
 
     Processes are taken in batches of whole processes of about ``CHUNK_OPS`` operations (one stable sort of the
     process column, 8 bytes per operation), each batch with one vectorized pass: the temporaries are bounded by
-    the batch instead of being several copies of every operation.  ``proc`` holds values in 0..n-1."""
+    the batch instead of being several copies of every operation.  ``proc`` holds values in 0..n-1.
+
+    When the operations are only part of the job (whole processes of an ``OpsSource``), ``t0`` (the job's first
+    start), ``span`` (the job's largest time from ``t0``, plus 1) and ``group_base`` (how many processes with
+    operations come before these) are the job's: the result is then exactly these processes' part of the
+    result over the whole job."""
     if not len(proc) or n <= 0:
         return np.zeros(max(n, 0))
-    t0 = float(start.min())
-    span = -np.inf
-    for sl in chunks(len(start)):
-        s = start[sl] - t0
-        span = max(span, float(np.maximum(end[sl] - t0, s).max()))
-    span += 1.0
+    if t0 is None:
+        t0 = float(start.min())
+        span = -np.inf
+        for sl in chunks(len(start)):
+            s = start[sl] - t0
+            span = max(span, float(np.maximum(end[sl] - t0, s).max()))
+        span += 1.0
     by_proc = None if bool(np.all(proc[1:] >= proc[:-1])) else np.argsort(proc, kind="stable")
     counts = np.bincount(proc)
     bounds = np.cumsum(counts)
     out = np.zeros(n)
-    lo, group_base = 0, 0
+    lo = 0
     present = np.flatnonzero(counts)
     k = 0
     while k < len(present):
@@ -116,6 +123,24 @@ def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int
     return out
 
 
+def _union_of_source(ops: "batches.OpsSource", n: int) -> np.ndarray:
+    """``_union_per_proc`` over an ``OpsSource``, one process at a time, with the job's t0, span and group numbers
+    (the same numbers as over the whole table)."""
+    out = np.zeros(max(n, 0))
+    if not len(ops) or n <= 0:
+        return out
+    t0 = float(ops.t_min)
+    span = float(ops.t_max - t0) + 1.0
+    procs = [p for p, k in ops.counts() if k]
+    clip = min(procs) < 0 or max(procs) > max(n - 1, 0)
+    if clip and len(set(np.clip(procs, 0, max(n - 1, 0)).tolist())) != len(procs):
+        return _union_per_proc(np.clip(ops["proc"], 0, max(n - 1, 0)), ops["start_s"], ops["end_s"], n)  # merged processes
+    for g, t in enumerate(batches.process_tables(ops, ("proc", "start_s", "end_s"))):
+        proc = np.clip(t["proc"], 0, max(n - 1, 0)) if clip else t["proc"]
+        out += _union_per_proc(proc, t["start_s"], t["end_s"], n, t0=t0, span=span, group_base=g)
+    return out
+
+
 def _sorted_by(g: np.ndarray, t: np.ndarray) -> bool:
     """Whether rows already run in (g, t) order (a stable lexsort by (g, t) would move nothing)."""
     if len(g) < 2:
@@ -143,18 +168,21 @@ def _compute(profile: JobProfile) -> TimeModel:
     basis = "counters"
     ops = profile.ops
     if len(ops) and m.dxt_complete:
-        rw = ops["op"] <= OP["write"]
-        proc = ops["proc"]
-        if len(proc) and (int(proc.min()) < 0 or int(proc.max()) > max(n - 1, 0)):  # (a copy only when needed)
-            proc = np.clip(proc, 0, max(n - 1, 0))
-        if bool(rw.all()):  # a DXT trace: reads and writes only; metadata seconds come from the counters
+        if batches.is_source(ops):
+            all_rw = ops.all_rw
+            u = _union_of_source(ops, n)
+        else:
+            all_rw = bool((ops["op"] <= OP["write"]).all())
+            proc = ops["proc"]
+            if len(proc) and (int(proc.min()) < 0 or int(proc.max()) > max(n - 1, 0)):  # (a copy only when needed)
+                proc = np.clip(proc, 0, max(n - 1, 0))
             u = _union_per_proc(proc, ops["start_s"], ops["end_s"], n)
+        if all_rw:  # a DXT trace: reads and writes only; metadata seconds come from the counters
             lv = m.level
             own = lv["proc"] >= 0
             meta = group_sum(lv["proc"][own], lv["meta_s"][own], n)[:n] if len(lv) else np.zeros(n)
             wall = np.minimum(summed, u + meta) if len(lv) else u
         else:  # every call traced (embedded collector): the union is the I/O time
-            u = _union_per_proc(proc, ops["start_s"], ops["end_s"], n)
             wall = np.minimum(summed, u) if summed.any() else u
         basis = "ops"
     pr = profile.processes

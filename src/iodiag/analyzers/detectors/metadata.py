@@ -15,6 +15,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
+from ..batches import process_tables
 from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, metrics_of, pcol, std_file_ids
 from ._common import file_cost, finding, pct, top_files, top_procs
 from ._zarr import chunk_grids, path_kind
@@ -25,15 +26,15 @@ _META_CODES = [OP[k] for k in ("open", "stat", "seek", "fsync", "readdir", "mkdi
 
 
 def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
-    o = profile.ops
-    if not len(o):
+    starts, kinds = [], np.zeros(len(OP), "i8")
+    for o in process_tables(profile.ops, ("op", "start_s")):  # one process at a time when the ops are a source
+        m = np.isin(o["op"], _META_CODES)
+        starts.append(o["start_s"][m])
+        kinds += np.bincount(o["op"][m], minlength=len(OP))
+    t = np.concatenate(starts) if starts else np.zeros(0)
+    if not len(t):
         return 0.0, {}
-    m = np.isin(o["op"], _META_CODES)
-    if not m.any():
-        return 0.0, {}
-    t = o["start_s"][m]
     bins = np.bincount(((t - t.min()) // 1.0).astype("i8"))
-    kinds = np.bincount(o["op"][m], minlength=len(OP))
     return float(bins.max()), {k: int(kinds[OP[k]]) for k in ("readdir", "mkdir", "rename", "unlink") if kinds[OP[k]]}
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
+from ..batches import process_tables
 from ..metrics import (col, file_paths, fmt_bytes, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
                        robust_z)
 from ._common import finding, top_files
@@ -28,9 +29,10 @@ def _proc_times(profile: JobProfile) -> np.ndarray:
     m = metrics_of(profile)
     if not m.dxt_complete:
         return m.proc_io_s
-    o = profile.ops
-    pos = o["module"] == 0
-    busy = group_sum(np.clip(o["proc"][pos], 0, None), (o["end_s"] - o["start_s"])[pos], m.nprocs)[: m.nprocs]
+    busy = np.zeros(m.nprocs)
+    for o in process_tables(profile.ops, ("proc", "module", "start_s", "end_s")):  # exact per process
+        pos = o["module"] == 0
+        busy += group_sum(np.clip(o["proc"][pos], 0, None), (o["end_s"] - o["start_s"])[pos], m.nprocs)[: m.nprocs]
     lv = m.level
     own = lv["proc"] >= 0
     meta = group_sum(lv["proc"][own], lv["meta_s"][own], m.nprocs)[: m.nprocs]
@@ -96,9 +98,9 @@ def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) 
     m = metrics_of(profile)
     start = profile.job.start_s or 0.0
     if m.dxt_complete:
-        o = profile.ops
         end = np.full(m.nprocs, -np.inf)
-        np.maximum.at(end, np.clip(o["proc"], 0, m.nprocs - 1), o["end_s"] - start)
+        for o in process_tables(profile.ops, ("proc", "end_s")):  # maxima: exact in any grouping
+            np.maximum.at(end, np.clip(o["proc"], 0, m.nprocs - 1), o["end_s"] - start)
     else:
         lv = m.level
         own = (lv["proc"] >= 0) & (lv["reads"] + lv["writes"] > 0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from ...collectors.embedded.format import (
 )
 from ...errors import InputNotFound
 from ...profile import OP, OPS_MODULE, JobInfo, JobProfile, LoadIssue, ProgramInfo, Table
-from ..batches import OpsBuilder, chunks
+from ..batches import OpsBuilder, OpsSource, chunks, streams
 
 __all__ = ["load_traces", "BLIND_SPOTS", "raw_records"]
 
@@ -424,31 +425,54 @@ def _capped_issue(path: Path, h: np.void, recs: np.ndarray, dropped: int) -> Loa
         next_step="counts are lower bounds; raise the cap (IODIAG_MAX_RECORDS, or max_records= when preparing the run)")
 
 
-def _ops_batch(proc: int, r: np.ndarray) -> dict[str, np.ndarray]:
-    """ops columns of a chunk of one process's successful records."""
-    opc = r["op"]
-    op = _OPC_TO_OP[opc]
-    is_rw = (op == OP["read"]) | (op == OP["write"])
-    off = r["offset"]
-    offset = np.where(is_rw & ((r["flags"] & RF_OFFSET_UNKNOWN) == 0), off, -1)
-    seek = op == OP["seek"]
-    if seek.any():
-        offset[seek] = off[seek]
-    is_rw |= op == OP["readdir"]
-    return {
-        "proc": proc, "thread": r["tid"], "file_id": r["file_id"],
-        "module": np.where(r["module"] == MODULE_STDIO, OPS_MODULE["STDIO"], OPS_MODULE["POSIX"]),
-        "op": op, "offset": offset, "length": np.where(is_rw, r["length"], 0),
-        "start_s": r["start_ns"].astype("f8") * 1e-9, "end_s": (r["start_ns"] + r["dur_ns"]).astype("f8") * 1e-9,
+def _ops_batch(proc: int, r: np.ndarray, columns=None) -> dict[str, np.ndarray]:
+    """ops columns (all, or only ``columns``) of a chunk of one process's successful records."""
+    want = (lambda c: True) if columns is None else columns.__contains__
+    out: dict[str, Any] = {}
+    op = _OPC_TO_OP[r["op"]]
+    if want("offset") or want("length"):
+        is_rw = (op == OP["read"]) | (op == OP["write"])
+        if want("offset"):
+            off = r["offset"]
+            offset = np.where(is_rw & ((r["flags"] & RF_OFFSET_UNKNOWN) == 0), off, -1)
+            seek = op == OP["seek"]
+            if seek.any():
+                offset[seek] = off[seek]
+            out["offset"] = offset
+        if want("length"):
+            is_rw |= op == OP["readdir"]
+            out["length"] = np.where(is_rw, r["length"], 0)
+    make = {
+        "proc": lambda: proc, "thread": lambda: r["tid"], "file_id": lambda: r["file_id"],
+        "module": lambda: np.where(r["module"] == MODULE_STDIO, OPS_MODULE["STDIO"], OPS_MODULE["POSIX"]),
+        "op": lambda: op, "start_s": lambda: r["start_ns"].astype("f8") * 1e-9,
+        "end_s": lambda: (r["start_ns"] + r["dur_ns"]).astype("f8") * 1e-9,
     }
+    out.update({c: f() for c, f in make.items() if want(c)})
+    return out
 
 
-def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBuilder,
-                  counter_parts: dict[str, list[Table]], ids: set[int]) -> None:
-    """One process's successful records into the job: its ops (in bounded chunks), its counters per module
-    (exact per process: every counter row is one (process, file)) and the file ids it names."""
+def _reload_ops(path: Path, n: int, i: int, columns=None):
+    """The ops batches (all columns, or only ``columns``) of process i re-read from its trace: the records
+    ``load_traces`` kept (recorded, not failed), converted chunk by chunk as on the first reading."""
+    recs = np.fromfile(path, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
+    keep = (recs["op"] != 0) & ((recs["flags"] & RF_FAILED) == 0)
+    ok = recs if bool(keep.all()) else recs[keep]
+    del recs, keep
     for sl in chunks(len(ok)):
-        builder.add(_ops_batch(i, ok[sl]))
+        yield _ops_batch(i, ok[sl], columns)
+
+
+def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBuilder | OpsSource,
+                  counter_parts: dict[str, list[Table]], ids: set[int], reload=None) -> None:
+    """One process's successful records into the job: its ops (in bounded chunks, into the table's builder, or
+    only their summaries into the source, which re-reads them with ``reload`` when a consumer asks), its counters
+    per module (exact per process: every counter row is one (process, file)) and the file ids it names."""
+    if isinstance(builder, OpsSource):
+        builder.add(i, reload, (_ops_batch(i, ok[sl]) for sl in chunks(len(ok))))
+    else:
+        for sl in chunks(len(ok)):
+            builder.add(_ops_batch(i, ok[sl]))
     if not len(ok):
         return
     opc = ok["op"]
@@ -523,7 +547,8 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
     capped_any = False
     # the batch contract (analyzers/batches.py): one process at a time, its ops converted in bounded chunks into
     # columns allocated once; counters and file ids folded per process
-    builder = OpsBuilder(sum(counts))
+    # a job too large to hold keeps its ops as a source re-read one process at a time (batches.OpsSource)
+    builder = OpsSource() if streams(sum(counts)) else OpsBuilder(sum(counts))
     counter_parts: dict[str, list[Table]] = {"POSIX": [], "STDIO": []}
     ids: set[int] = set()
     for i, (h, n, p) in enumerate(zip(headers, counts, paths)):
@@ -533,6 +558,7 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
             issues.append(LoadIssue(path=str(p), kind="unreadable", cause=str(exc),
                                     next_step="this process's I/O is missing from the job; the trace file is damaged"))
             recs = np.zeros(0, RECORD_DTYPE)
+            n = 0
         valid = recs["op"] != 0
         inflight = int((~valid).sum())
         recs = recs[valid] if inflight else recs
@@ -578,10 +604,10 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
             issues.append(_capped_issue(p, h, recs, dropped))
         ok = recs[~failed] if n_failed else recs
         del recs, valid, failed
-        _fold_process(i, ok, proc_start, builder, counter_parts, ids)
+        _fold_process(i, ok, proc_start, builder, counter_parts, ids, reload=partial(_reload_ops, p, n, i))
         del ok
 
-    ops = builder.finish()
+    ops = builder if isinstance(builder, OpsSource) else builder.finish()
     counters = {mod: (parts[0] if len(parts) == 1 else Table.concat(parts)) for mod, parts in counter_parts.items() if parts}
 
     # ---- files ---------------------------------------------------------------

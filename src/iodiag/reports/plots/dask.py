@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...analyzers.batches import is_source
 from ...analyzers.tasktime import task_stragglers
 from ...config import Stragglers
 from ...profile import OP, JobProfile, Table
@@ -82,10 +83,12 @@ def task_stream(profile: JobProfile) -> TaskStream:
             procs = proc_of_pid.get(pid_of_worker.get(w, -1), [])
             if not procs:
                 continue
-            mine = np.isin(ops["proc"], procs)
+            # an OpsSource gives just these processes' operations (in their order in the table)
+            o = ops.table(("proc", "op", "start_s", "end_s"), procs=procs) if is_source(ops) else ops
+            mine = np.isin(o["proc"], procs)
             for op in ("read", "write"):
-                sel = mine & (ops["op"] == OP[op])
-                s, e = _merge(ops["start_s"][sel] - t0, ops["end_s"][sel] - t0, gap)
+                sel = mine & (o["op"] == OP[op])
+                s, e = _merge(o["start_s"][sel] - t0, o["end_s"][sel] - t0, gap)
                 io_cols["worker_index"].append(np.full(len(s), wi))
                 io_cols["op"].append(np.full(len(s), op, dtype=object))
                 io_cols["start_s"].append(s)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analyzers.batches import process_tables
 from ...profile import OP, OP_NAMES, JobProfile, Table
 from .. import svg
 from ._grid import spread
@@ -37,18 +38,21 @@ def metadata_over_time(profile: JobProfile, *, n_bins: int = N_BINS) -> Table:
     t0, t1 = _job_span(profile)
     bin_s = (t1 - t0) / n_bins
     counts = {k: np.zeros(n_bins) for k in KINDS}
-    ops = profile.ops
-    meta = ops["op"] >= OP["open"] if len(ops) else np.zeros(0, bool)
-    if meta.any():
+    source = None
+    # whole processes at a time (an OpsSource is never read whole): the counts are sums of ones, exact in any order
+    for part in process_tables(profile.ops, ("op", "start_s")):
+        meta = part["op"] >= OP["open"]
+        if not meta.any():
+            continue
         source = "ops"
-        o = ops.filter(meta)
+        o = part.filter(meta)
         names = np.asarray(OP_NAMES, dtype=object)[o["op"]]
         for kind in KINDS:
             sel = np.isin(names, [n for n, k in _OP_KIND.items() if k == kind])
             if sel.any():
                 counts[kind] += spread(np.zeros(int(sel.sum()), "i8"), o["start_s"][sel], o["start_s"][sel],
                                        np.ones(int(sel.sum())), t0, bin_s, 1, n_bins)[0]
-    else:
+    if source is None:
         source = "counters"
         starts = _log_starts(profile)
         for mod, (pre, kinds) in _COUNTER_KINDS.items():

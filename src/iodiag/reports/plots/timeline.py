@@ -16,7 +16,7 @@ import numpy as np
 
 from ...profile import OP, OPS_MODULE, OPS_MODULES, JobProfile, Table
 from .. import svg
-from ...analyzers.batches import chunks
+from ...analyzers.batches import chunks, is_source, table_batches
 from ._grid import GridSum, spread
 
 MAX_ROWS = 256
@@ -56,7 +56,10 @@ def _job_span(profile: JobProfile) -> tuple[float, float]:
     if len(profile.processes):
         t0 = min(t0 if t0 is not None else np.inf, float(profile.processes["start_s"].min()))
         t1 = max(t1 if t1 is not None else -np.inf, float(profile.processes["end_s"].max()))
-    for t in (profile.ops, profile.heatmap):
+    ops = profile.ops
+    if is_source(ops) and len(ops):  # its first start and last end are known without reading it
+        t0, t1 = min(t0, float(ops.t_min)), max(t1, float(ops.end_max))
+    for t in (() if is_source(ops) else (ops,)) + (profile.heatmap,):
         if len(t):
             t0 = min(t0, float(t["start_s"].min()))
             t1 = max(t1, float(t["end_s"].max()))
@@ -85,20 +88,29 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
     bin_s = (t1 - t0) / n_bins
     read = write = None
     ops = profile.ops
-    rw = (ops["op"] <= OP["write"]) & (ops["proc"] >= 0) if len(ops) else None
-    if rw is not None and rw.any():
+    # an OpsSource is read one process at a time when a raster row is one process (each cell then sums one
+    # process's operations, batch by batch as over the table); with grouped rows it is read whole
+    by_proc = is_source(ops) and per_row == 1
+    if by_proc:
+        layers = sorted(ops.rw_modules) if len(ops) else []
+    else:
+        rw = (ops["op"] <= OP["write"]) & (ops["proc"] >= 0) if len(ops) else None
+        layers = np.unique(ops["module"][rw]).tolist() if rw is not None and rw.any() else []
+        del rw
+    if layers:
         source = "ops"
         # one layer only: an MPI-IO call and the POSIX calls under it are the same time (POSIX first)
-        layers = np.unique(ops["module"][rw]).tolist()
         layer = OPS_MODULE["POSIX"] if OPS_MODULE["POSIX"] in layers else layers[0]
-        del rw
         # the raster is summed over batches of operations: memory of the grid plus one batch, whatever the trace
         grids = {OP["read"]: GridSum(t0, bin_s, n_rows, n_bins), OP["write"]: GridSum(t0, bin_s, n_rows, n_bins)}
         n_ops = 0
-        for sl in chunks(len(ops)):
-            op, mod, proc = ops["op"][sl], ops["module"][sl], ops["proc"][sl]
+        cols = ("op", "module", "proc", "start_s", "end_s")
+        parts = ((t, slice(None)) for _, t in table_batches(ops, cols)) if by_proc else \
+            ((ops, sl) for sl in chunks(len(ops)))
+        for tb, sl in parts:
+            op, mod, proc = tb["op"][sl], tb["module"][sl], tb["proc"][sl]
             keep = (op <= OP["write"]) & (proc >= 0) & (mod == layer)
-            st, en = ops["start_s"][sl], ops["end_s"][sl]
+            st, en = tb["start_s"][sl], tb["end_s"][sl]
             for code, g in grids.items():
                 sel = keep & ((op == OP["read"]) if code == OP["read"] else (op != OP["read"]))
                 if sel.any():

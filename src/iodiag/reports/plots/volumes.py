@@ -155,19 +155,23 @@ def access_sizes(profile: JobProfile) -> Table:
                 counts.append(int(np.maximum(t[name], 0).sum()))
                 source.append("counters")
     if not mods and len(profile.ops):
+        from ...analyzers.batches import process_tables
         from ...profile import OP, OPS_MODULES
 
-        ops = profile.ops
-        for code in np.unique(ops["module"]).tolist():
-            for direction in ("read", "write"):
-                sel = (ops["module"] == code) & (ops["op"] == OP[direction])
-                hist = np.bincount(size_bin(ops["length"][sel]), minlength=len(SIZE_LABELS))
-                for label, c in zip(SIZE_LABELS, hist.tolist()):
-                    mods.append(OPS_MODULES[code])
-                    dirs.append(direction)
-                    bins.append(label)
-                    counts.append(int(c))
-                    source.append("ops")
+        hists: dict[tuple[int, str], np.ndarray] = {}  # counts, summed one process at a time (exact)
+        for ops in process_tables(profile.ops, ("module", "op", "length")):
+            for code in np.unique(ops["module"]).tolist():
+                for direction in ("read", "write"):
+                    sel = (ops["module"] == code) & (ops["op"] == OP[direction])
+                    h = np.bincount(size_bin(ops["length"][sel]), minlength=len(SIZE_LABELS))
+                    hists[(code, direction)] = hists.get((code, direction), 0) + h
+        for code, direction in sorted(hists, key=lambda k: (k[0], k[1] != "read")):  # modules, then read, write
+            for label, c in zip(SIZE_LABELS, hists[(code, direction)].tolist()):
+                mods.append(OPS_MODULES[code])
+                dirs.append(direction)
+                bins.append(label)
+                counts.append(int(c))
+                source.append("ops")
     return Table({
         "module": np.asarray(mods, dtype=object), "direction": np.asarray(dirs, dtype=object),
         "size_bin": np.asarray(bins, dtype=object), "count": np.asarray(counts, dtype="i8"),

@@ -61,7 +61,7 @@ def _with_args(rec: Recommendation, params: Mapping[str, Any] | None) -> Recomme
     extra = []
     for k, v in rec.settings.items():
         flag = "--" + k.replace("_", "-")
-        if k in params and flag not in have:
+        if k in params and flag not in have and not (flag == "--chunks" and "--chunk-mb" in have):
             val = ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
             extra.append(Change("arg", f"{flag} {val}", flag, val))
     return replace(rec, changes=tuple(extra) + tuple(rec.changes)) if extra else rec

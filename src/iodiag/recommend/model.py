@@ -236,8 +236,10 @@ class Model:
         if wl == "convert":
             mb, workers, fmt = float(setting["chunk_mb"]), int(setting["workers"]), int(f.get("zarr_format") or 3)
             cur_mb = None if f.get("chunk_mb_target") is None else float(f["chunk_mb_target"])
-            args = [("--chunk-mb", mb, cur_mb), ("--compressor", comp, f.get("compressor")),
-                    ("--workers", workers, f.get("workers"))]
+            # the workload takes --chunks or --chunk-mb, never both: a job that gave a size gets a size, one that
+            # gave a shape (or nothing) gets the shape the size class comes to for this array
+            size = (("--chunks", ",".join(map(str, ch)), None) if ch and cur_mb is None else ("--chunk-mb", mb, cur_mb))
+            args = [size, ("--compressor", comp, f.get("compressor")), ("--workers", workers, f.get("workers"))]
         else:
             fmt = int(setting["zarr_format"])
             args = [("--chunks", ",".join(map(str, ch)), None), ("--compressor", comp, f.get("compressor")),

@@ -139,8 +139,9 @@ def _markdown(rows: list[dict], reps: int) -> str:
     out += ["", "Reading the figures: every run of the command pays the Python and library start-up (about 1.3 s of "
             "CPU here) whatever the chunks, so the wall and CPU speedups of the whole command are below those of "
             "the workload section; on a shared machine wall times also carry the load of others (the noise "
-            "columns in each case's detail), CPU time much less. The recommendation is the rules' (no trained "
-            "model on this branch); the one verified is always the top one, applied as `iodiag verify` derives it "
+            "columns in each case's detail), CPU time much less. Each recommendation's source (tree or "
+            "rules) is in the table: the trained tree's where it applies and does not abstain, the rules' "
+            "elsewhere; the one verified is always the top one, applied as `iodiag verify` derives it "
             "from the recommendation's changes.", "", "## Commands, and what each step said", ""]
     for r in rows:
         d = r["verify"]

@@ -302,3 +302,21 @@ def test_a_tree_setting_the_workload_takes_becomes_a_flag_verify_applies():
     recs = recommend(prof, findings=diagnose_with_advice(prof), params={"chunks": "1,90,180"}, model=Fitted())
     top = recs[0]
     assert top.source == "tree" and [c.text for c in top.changes if c.kind == "arg"] == ["--chunks 73,90,180"]
+
+
+def test_a_flag_replaces_the_one_the_workload_takes_instead(tmp_path):
+    """convert takes --chunks or --chunk-mb, not both: verifying --chunk-mb on a job recorded with --chunks (and
+    the other way round) drops the replaced flag from the 'after' command, and leaves 'before' as recorded."""
+    from iodiag.jobs.verify import parse_params, plan_verify, WorkloadCommand
+
+    argv = [sys.executable, "-m", "iodiag.workloads.convert", "--src", "c.nc", "--dst", "c.zarr",
+            "--chunks", "1,1,90,180", "--workers", "2"]
+    workload, params, start = parse_params(argv)
+    cmd = WorkloadCommand(tuple(argv), str(tmp_path), {}, workload, params, start)
+    plan = plan_verify(cmd, job="j", args={"--chunk-mb": 5}, base_env={})
+    assert "--chunks" not in plan.after and plan.after[plan.after.index("--chunk-mb") + 1] == "5"
+    assert plan.before[plan.before.index("--chunks") + 1] == "1,1,90,180" and "--chunk-mb" not in plan.before
+    back = plan_verify(WorkloadCommand(tuple(plan.after), str(tmp_path), {}, *parse_params(plan.after)), job="j",
+                       args={"--chunks": "7,10,90,180"}, base_env={})
+    assert "--chunk-mb" not in back.after and back.after[back.after.index("--chunks") + 1] == "7,10,90,180"
+    assert back.after[back.after.index("--workers") + 1] == "2"

@@ -104,15 +104,40 @@ def command_of(record: JobRecord) -> WorkloadCommand:
     return WorkloadCommand(tuple(argv), str(record.data.get("cwd") or os.getcwd()), env, workload, params, start)
 
 
-def _known_flags(workload: str) -> dict[str, str]:
-    """flag -> parameter name of an iodiag workload (its PARAMS)."""
+def _params_of(workload: str) -> tuple:
+    """The PARAMS of an iodiag workload (empty when there is no such workload)."""
     import importlib
 
     try:
         mod = importlib.import_module(f"iodiag.workloads.{workload}")
     except ImportError:
-        return {}
-    return {p.flag: p.name for p in getattr(mod, "PARAMS", ())}
+        return ()
+    return tuple(getattr(mod, "PARAMS", ()))
+
+
+def _known_flags(workload: str) -> dict[str, str]:
+    """flag -> parameter name of an iodiag workload (its PARAMS)."""
+    return {p.flag: p.name for p in _params_of(workload)}
+
+
+def _replaced_flags(workload: str) -> dict[str, tuple[str, ...]]:
+    """flag -> the flags it replaces (``--chunk-mb`` replaces ``--chunks``: the workload takes one, not both)."""
+    return {p.flag: tuple("--" + n.replace("_", "-") for n in p.instead_of) for p in _params_of(workload)}
+
+
+def _without_flag(argv: list[str], start: int, flag: str) -> list[str]:
+    """``argv`` with ``flag`` (``--flag value`` or ``--flag=value``) taken out after position ``start``."""
+    out = list(argv[:start])
+    i = start
+    while i < len(argv):
+        a = argv[i]
+        if a == flag:
+            i += 2 if i + 1 < len(argv) and not argv[i + 1].startswith("--") else 1
+            continue
+        if not a.startswith(flag + "="):
+            out.append(a)
+        i += 1
+    return out
 
 
 def _help_mentions(cmd: WorkloadCommand, flag: str, env: Mapping[str, str]) -> bool:
@@ -184,7 +209,11 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
                              hint="verify a setting the script exposes as an argument, or as an environment variable "
                                   "with --set NAME=value")
     after = list(before)
+    replaced = _replaced_flags(cmd.workload) if cmd.workload else {}
     for flag, value in args.items():
+        for other in replaced.get(flag, ()):  # e.g. --chunk-mb 64 on a job recorded with --chunks 1,1,90,180
+            if other not in args:
+                after = _without_flag(after, cmd.start, other)
         after = _with_flag(after, cmd.start, flag, value)
     scratch: list[Path] = []
     notes: list[str] = []

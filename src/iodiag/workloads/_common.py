@@ -38,6 +38,7 @@ class Param:
     help: str
     choices: tuple | None = None
     required: bool = False
+    instead_of: tuple[str, ...] = ()  # parameters this one replaces (the workload takes one of them, not both)
 
     @property
     def flag(self) -> str:

@@ -170,12 +170,12 @@ def _thread_lanes(start, end, ts, te, ops_thread, t_tid, sel_o, order, near):
     pick = near & np.isin(th, tids)
     if pick.sum() < 2:
         return None
-    lane_of = {int(t): k for k, t in enumerate(tids)}
     keep_t = tid_t >= 0
     t0 = float(min(ts[order][keep_t].min(), start[sel_o][pick].min()))
     big = float(max(te[order][keep_t].max(), end[sel_o][pick].max()) - t0) + 10.0
-    o_lane = np.fromiter((lane_of[int(t)] for t in th[pick]), "f8", count=int(pick.sum())) * big
-    t_lane = np.fromiter((lane_of[int(t)] for t in tid_t[keep_t]), "f8", count=int(keep_t.sum())) * big
+    # tids is sorted and unique: a thread's lane is its index there (no Python loop over the operations)
+    o_lane = np.searchsorted(tids, th[pick]).astype("f8") * big
+    t_lane = np.searchsorted(tids, tid_t[keep_t]).astype("f8") * big
     st = ts[order][keep_t] - t0 + t_lane
     en = te[order][keep_t] - t0 + t_lane
     o = np.argsort(st, kind="stable")

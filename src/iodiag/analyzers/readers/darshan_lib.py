@@ -15,8 +15,10 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import zlib
 from functools import lru_cache
 
+from ...cache import cache_root
 from ...errors import DependencyMissing
 
 MOD_NAMES = (
@@ -56,17 +58,57 @@ def _darshan_dir() -> str:
     return list(spec.submodule_search_locations)[0]
 
 
+def _declarations(ddir: str):
+    """pydarshan's C declarations as a cffi FFI.
+
+    Parsing them (``ffi.cdef``) costs ~25 ms of CPU per process, more than decoding a typical log; cffi can
+    instead write the parsed declarations out as a small Python module (its "out-of-line ABI mode") that loads
+    in under a millisecond.  That module is kept in iodiag's cache, keyed by the declarations file and cffi's
+    version, and rebuilt when either changes; without a writable cache the declarations are parsed each time.
+    """
+    import _cffi_backend  # the generated module needs only this, not the cffi package (5 ms to import)
+
+    api_def = os.path.join(ddir, "backend", "api_def_c.py")
+    try:
+        st = os.stat(api_def)
+        key = f"{st.st_size:x}-{st.st_mtime_ns:x}-{zlib.crc32(api_def.encode()):08x}-{_cffi_backend.__version__}"
+    except OSError:
+        key = None
+    name = f"_iodiag_darshan_ffi_{key.replace('-', '_').replace('.', '_')}" if key else ""
+    cached = os.path.join(str(cache_root()), "cffi", name + ".py") if key else ""
+    if key and os.path.isfile(cached):
+        try:
+            spec = importlib.util.spec_from_file_location(name, cached)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)  # type: ignore[union-attr]
+            return mod.ffi
+        except Exception:  # noqa: BLE001 - a damaged cache file: parse the declarations again below
+            pass
+    spec = importlib.util.spec_from_file_location("_iodiag_darshan_api_def_c", api_def)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(mod.load_darshan_header(""))
+    if key:
+        try:
+            from cffi.recompiler import make_py_source
+
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            tmp = f"{cached}.{os.getpid()}.tmp"
+            make_py_source(ffi, name, tmp)  # not verbose: nothing on stdout
+            os.replace(tmp, cached)
+        except Exception:  # noqa: BLE001 - no writable cache: parse each time, as before
+            pass
+    return ffi
+
+
 @lru_cache(maxsize=1)
 def lib():
     """(ffi, libdarshan-util handle), loaded once."""
-    import cffi
-
     ddir = _darshan_dir()
-    spec = importlib.util.spec_from_file_location("_iodiag_darshan_api_def_c", os.path.join(ddir, "backend", "api_def_c.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    ffi = cffi.FFI()
-    ffi.cdef(mod.load_darshan_header(""))
+    ffi = _declarations(ddir)
     candidates = sorted(glob.glob(os.path.join(os.path.dirname(ddir), "darshan.libs", "libdarshan-util*.so*")))
     candidates += ["libdarshan-util.so"]
     last = None

@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ...cache import cache_root
 from ...errors import CollectorError
 from .format import DEFAULT_MAX_RECORDS, FORMAT_VERSION
 
@@ -47,17 +48,9 @@ def version() -> str:
     return f"{COLLECTOR_VERSION}+fmt{FORMAT_VERSION}.{_source_hash()[:8]}"
 
 
-def _cache_root() -> Path:
-    env = os.environ.get("IODIAG_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "iodiag"
-
-
 def library_path() -> Path:
     """Where the library for the current source lives (built or not)."""
-    return _cache_root() / "embedded" / _source_hash() / LIB_NAME
+    return cache_root() / "embedded" / _source_hash() / LIB_NAME
 
 
 def _find_compiler() -> str | None:
@@ -115,7 +108,7 @@ def default_excludes() -> list[str]:
     workload's I/O.
     """
     out = list(SYSTEM_EXCLUDES)
-    out.append(str(_cache_root() / "embedded") + "/")  # the loader reading this library is not the workload's I/O
+    out.append(str(cache_root() / "embedded") + "/")  # the loader reading this library is not the workload's I/O
     for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
         real = os.path.realpath(p)
         for q in {p, real}:

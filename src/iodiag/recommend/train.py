@@ -20,7 +20,6 @@ A sweep too small to train raises ``UsageError`` naming how many scenarios and r
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
@@ -200,6 +199,8 @@ def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def sha256_of(path: str | os.PathLike) -> str:
+    import hashlib
+
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 

@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from .nputil import unique
 from ..profile import OP, OPS_COLUMNS, Table, empty_table
 
 __all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "chunks", "process_tables", "streams", "table_batches"]
@@ -137,7 +138,7 @@ class OpsSource:
             self.end_max = max(self.end_max, float(en.max()))
             own = rw & (np.asarray(b["proc"]) >= 0)
             if own.any():
-                self.rw_modules.update(np.unique(np.broadcast_to(b["module"], own.shape)[own]).tolist())
+                self.rw_modules.update(unique(np.broadcast_to(b["module"], own.shape)[own]).tolist())
         self._procs.append((proc, k, load))
         self._n += k
 

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from .nputil import unique
 from ..config import Config
 from ..errors import NoUsableData
 from ..profile import (
@@ -401,8 +402,8 @@ class _JobFold:
         """Every id seen in a counters/ops table, with its path and file system."""
         id_parts = [c["file_id"] for parts in self.counters.values() for c in parts]
         if len(ops):
-            id_parts.append(np.unique(ops["file_id"]))
-        fid_arr = np.unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
+            id_parts.append(unique(ops["file_id"]))
+        fid_arr = unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
         get_name = self.names.get
         ids = fid_arr.tolist()
         paths = list(map(get_name, ids))  # C-level; the few unnamed ids (None) are fixed below

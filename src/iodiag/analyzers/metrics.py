@@ -33,6 +33,8 @@ from typing import Iterator
 
 import numpy as np
 
+from .nputil import median, unique  # noqa: F401  (median: detectors import it from here)
+
 from ..profile import OP, JobProfile, Table
 from . import batches
 
@@ -477,17 +479,6 @@ def group_sum(keys: np.ndarray, values: np.ndarray, n: int | None = None) -> np.
     return np.bincount(keys, weights=values, minlength=n or 0).astype("f8", copy=False)
 
 
-def median(x: np.ndarray) -> float:
-    """``float(np.median(x))`` of a non-empty 1-D array by one sort (np.median makes ~10 NumPy calls,
-    which dominate on the few values per job): the middle value, or the mean of the two middle ones."""
-    s = np.sort(x)
-    n = len(s)
-    if s.dtype.kind in "fc" and np.isnan(s[-1]):
-        return float("nan")
-    k = n // 2
-    return float(s[k]) if n % 2 else (float(s[k - 1]) + float(s[k])) / 2
-
-
 def robust_z(x: np.ndarray) -> tuple[np.ndarray, float, float]:
     """Robust z-score (0.6745 (x - median) / MAD); MAD floored so equal peers do not divide by zero."""
     med = median(x) if len(x) else 0.0
@@ -638,7 +629,7 @@ def _compute(profile: JobProfile) -> Metrics:
     # processes per file: a shared record counts every process
     ranks = np.bincount(fidx[own], minlength=nf).astype("i8") if nf else np.zeros(0, "i8")
     if nf and (~own).any():
-        ranks[np.unique(fidx[~own])] = n
+        ranks[unique(fidx[~own])] = n
     partial = set(profile.job.partial_modules)
     dxt = bool(len(ops)) and not ({"DXT_POSIX", "DXT_MPIIO"} & partial)
     return Metrics(nprocs=n, level=lv, total_io_s=total, rw_s=rw_s, meta_s=meta_s, proc_io_s=proc_io,
@@ -664,7 +655,7 @@ def _peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
         return mask
     t = profile.tasks
     if len(t) and "pid" in pr:  # a Dask job: the workers are peers (not the client, scheduler or nannies)
-        workers = np.unique(t["pid"][t["pid"] >= 0])
+        workers = unique(t["pid"][t["pid"] >= 0])
         is_worker = np.isin(pr["pid"], workers)
         if is_worker.sum() >= 2:
             mask[pr["proc"][is_worker]] = True
@@ -747,7 +738,7 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
             fid, pr = fid[run], pr[run]
             fu, fi = np.unique(fid, return_inverse=True)
             n = int(pr.max()) + 2
-            pairs = np.unique(fi.astype("i8") * n + (pr + 1))
+            pairs = unique(fi.astype("i8") * n + (pr + 1))
             per_pair.append(fu[pairs // n])
         if not per_pair:
             m.ops_file_procs = (np.zeros(0, "u8"), np.zeros(0, "i8"))

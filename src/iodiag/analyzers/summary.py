@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..profile import JobProfile, Table
+from .nputil import median, unique
 
 # module -> (prefix used in its counter names)
 PREFIX = {"POSIX": "POSIX", "STDIO": "STDIO", "MPI-IO": "MPIIO", "DFS": "DFS", "DAOS": "DAOS"}
@@ -86,7 +87,7 @@ def module_totals(profile: JobProfile, mod: str) -> ModuleTotals | None:
     p = PREFIX[mod]
     return ModuleTotals(
         module=mod,
-        files=int(len(np.unique(t["file_id"]))),
+        files=int(len(unique(t["file_id"]))),
         reads=_sum(t, f"{p}_READS") + (_sum(t, f"{p}_INDEP_READS") + _sum(t, f"{p}_COLL_READS") + _sum(t, f"{p}_NB_READS") if mod == "MPI-IO" else 0),
         writes=_sum(t, f"{p}_WRITES") + (_sum(t, f"{p}_INDEP_WRITES") + _sum(t, f"{p}_COLL_WRITES") + _sum(t, f"{p}_NB_WRITES") if mod == "MPI-IO" else 0),
         bytes_read=_sum(t, f"{p}_BYTES_READ"),
@@ -111,7 +112,7 @@ def volumes(profile: JobProfile) -> dict[str, int]:
     for mod in ("POSIX", "STDIO", "MPI-IO", "DFS", "DAOS"):
         t = profile.module(mod)
         if t is not None:
-            ids.update(np.unique(t["file_id"]).tolist())
+            ids.update(unique(t["file_id"]).tolist())
     out = {
         "bytes_read": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_READ") for m in mods),
         "bytes_written": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_WRITTEN") for m in mods),
@@ -257,7 +258,7 @@ def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:
     vals = per[active] if active.any() else per
     order = np.argsort(-per, kind="stable")[:n_slowest]
     return Spread(
-        processes=len(per), active=int(active.sum()), min_s=float(vals.min()), median_s=float(np.median(vals)),
+        processes=len(per), active=int(active.sum()), min_s=float(vals.min()), median_s=median(vals),
         max_s=float(vals.max()), slowest=[int(i) for i in order if per[i] > 0],
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .nputil import unique
 from ..profile import OP, JobProfile
 from .batches import is_source
 from .metrics import median, memo
@@ -163,7 +164,7 @@ def _thread_lanes(start, end, ts, te, ops_thread, t_tid, sel_o, order, near):
     if ops_thread is None or t_tid is None:
         return None
     tid_t = t_tid[order]
-    tids = np.unique(tid_t[tid_t >= 0])
+    tids = unique(tid_t[tid_t >= 0])
     if not len(tids):
         return None
     th = ops_thread[sel_o]
@@ -198,7 +199,7 @@ def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None, op
     active = np.zeros(len(ops_pid), "i8")
     exact = np.zeros(len(ops_pid), bool)
     offsets: dict[int, float] = {}
-    for pid in np.unique(t_pid):
+    for pid in unique(t_pid):
         sel_t = np.flatnonzero(t_pid == pid)
         sel_o = np.flatnonzero(ops_pid == pid)
         if not len(sel_o):
@@ -224,7 +225,7 @@ def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None, op
         task[sel_o[ok]] = order[idx[ok]]
         if ops_thread is None or t_tid is None:
             continue
-        tids = np.unique(t_tid[order][t_tid[order] >= 0])
+        tids = unique(t_tid[order][t_tid[order] >= 0])
         th = ops_thread[sel_o]
         for tid in tids:  # ops of a task thread: that thread's tasks only (they never overlap)
             mine = th == tid
@@ -288,7 +289,7 @@ def _compute(profile: JobProfile) -> DaskTime | None:
     o = profile.ops
     pr = profile.processes
     if is_source(o) and len(pr):  # only the worker processes' operations, in their order in the table
-        workers_pids = np.unique(pid[pid >= 0])
+        workers_pids = unique(pid[pid >= 0])
         o = o.table(("proc", "op", "thread", "length", "start_s", "end_s"),
                     procs=pr["proc"][np.isin(pr["pid"], workers_pids)].tolist())
     io_in = io_out = amb = exact_s = 0.0
@@ -307,7 +308,7 @@ def _compute(profile: JobProfile) -> DaskTime | None:
         proc_pid = np.full(int(pr["proc"].max()) + 1, -1, "i8")
         proc_pid[pr["proc"]] = pr["pid"]
         opid = proc_pid[np.clip(o["proc"], 0, len(proc_pid) - 1)]
-        on_worker = np.isin(opid, np.unique(pid[pid >= 0]))
+        on_worker = np.isin(opid, unique(pid[pid >= 0]))
         traced = bool(on_worker.any())
         if on_worker.any():
             ow = np.flatnonzero(on_worker)
@@ -352,7 +353,7 @@ def _compute(profile: JobProfile) -> DaskTime | None:
     prefixes.sort(key=lambda p: -p["total_s"])
     for pw in per_worker.values():
         pw["busy_s"] = round(pw["busy_s"], 6)
-    return DaskTime(run_s=run_s, tasks=int(len(np.unique(t["key"][comp].astype(str)))), task_median_s=median(dur),
+    return DaskTime(run_s=run_s, tasks=int(len(unique(t["key"][comp].astype(str)))), task_median_s=median(dur),
                     workers=len(per_worker), threads=nthreads, split_s=split, transfer_s=wall("transfer"),
                     spill_s=spill, io_in_tasks_s=io_in, io_outside_tasks_s=io_out,
                     ambiguous_io_share=amb / io_in if io_in > 0 else 0.0, per_worker=list(per_worker.values()),

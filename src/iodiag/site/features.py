@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..analyzers.nputil import unique
 from ..findings import FINDING_IDS, Finding
 from ..analyzers.metrics import angle_file_ids, files_column, isin, median, module_sums, pcol
 from ..profile import JobProfile
@@ -295,7 +296,7 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["h5d_reads"], f["h5d_writes"] = H5D("H5D_READS", 0.0), H5D("H5D_WRITES", 0.0)
     f["h5d_bytes_read"], f["h5d_bytes_written"] = H5D("H5D_BYTES_READ", 0.0), H5D("H5D_BYTES_WRITTEN", 0.0)
     f["h5d_chunk_bytes_median"] = _h5_chunk_bytes(h5d)
-    f["pnetcdf_files"] = float(len(np.unique(pnc.t["file_id"]))) if pnc else 0.0
+    f["pnetcdf_files"] = float(len(unique(pnc.t["file_id"]))) if pnc else 0.0
     f["uses_mpiio"], f["uses_stdio"] = bool(mp), bool(st)
     f["uses_hdf5"], f["uses_pnetcdf"] = bool(h5f or h5d), bool(pnc)
 
@@ -318,7 +319,7 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["fs_type_main"] = max(by_fs, key=lambda k: (by_fs[k], k)) if by_fs else ""
 
     if lus:
-        f["lustre_files"] = int(len(np.unique(lus.t["file_id"])))
+        f["lustre_files"] = int(len(unique(lus.t["file_id"])))
         ss, sc = lus.col("stripe_size"), lus.col("stripe_count")
         f["lustre_stripe_size_median_bytes"] = median(ss) if len(ss) else math.nan
         f["lustre_stripe_count_median"] = median(sc) if len(sc) else math.nan

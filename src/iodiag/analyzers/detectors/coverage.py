@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ..nputil import unique
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
@@ -149,7 +150,7 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
     row_cost[np.flatnonzero(st)[mean < cfg.small_io.size_bytes]] = t[mean < cfg.small_io.size_bytes]
     ev = {"stdio_bytes": float(b[st].sum()), "stdio_share_of_bytes": float(b[st].sum() / total),
           "stdio_ops": int(ops.sum()), "stdio_s": float(t.sum()), "mean_stdio_request_bytes": float(b[st].sum() / max(ops.sum(), 1)),
-          "stdio_files": int(len(np.unique(lv["file_id"][st])))}
+          "stdio_files": int(len(unique(lv["file_id"][st])))}
     return [finding(cfg, profile, "stdio-heavy", f"{pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
                     "move through STDIO streams", wall_s=wall_cost_of_rows(profile, row_cost), process_s=float(row_cost.sum()),
                     evidence=ev, facts={"large_requests": ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes},

@@ -16,7 +16,8 @@ from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
 from ..batches import process_tables
-from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, metrics_of, pcol, std_file_ids
+from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
+from ..nputil import percentile
 from ._common import file_cost, finding, pct, top_files, top_procs
 from ._zarr import chunk_grids, path_kind
 
@@ -162,8 +163,8 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
     after = int(np.ceil(len(sizes) / k))
     grids = chunk_grids(p, fs["bytes_written"] + fs["bytes_read"])
     ev = {"small_files": int(small.sum()), "opened_without_data_files": int(opened_only.sum()),
-          "size_threshold_bytes": c.size_bytes, "median_file_bytes": float(np.median(sizes)),
-          "p90_file_bytes": float(np.percentile(sizes, 90)), "total_bytes": total, "mean_file_bytes": mean,
+          "size_threshold_bytes": c.size_bytes, "median_file_bytes": median(sizes),
+          "p90_file_bytes": percentile(sizes, 90), "total_bytes": total, "mean_file_bytes": mean,
           "files_in_top_directory": top_n, "directories": len(dirs), "time_on_small_files_s": cost}
     if grids:
         return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "

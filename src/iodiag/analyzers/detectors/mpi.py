@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..nputil import unique
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
@@ -71,7 +72,7 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
     mp = profile.module("MPI-IO")
     tot = module_sums(profile, "MPI-IO")
     if mp is not None and tot.get("MPIIO_COLL_READS", 0.0) + tot.get("MPIIO_COLL_WRITES", 0.0) > 0:  # else all 0
-        fids = np.union1d(m.file_ids, mp["file_id"])
+        fids = unique(np.concatenate((np.asarray(m.file_ids).ravel(), np.asarray(mp["file_id"]).ravel())))
         fidx = np.searchsorted(fids, mp["file_id"])
         cl = group_sum(fidx, col(mp, "MPIIO_COLL_READS", "f8"), len(fids)) + group_sum(fidx, col(mp, "MPIIO_COLL_WRITES", "f8"), len(fids))
         coll = cl[np.searchsorted(fids, m.file_ids)]
@@ -106,7 +107,7 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     if not _may_indep(profile, cfg):
         return []
     m = metrics_of(profile)
-    fids = np.unique(mp["file_id"])
+    fids = unique(mp["file_id"])
     coll, indep, t, small = _mpiio_per_file(mp, fids)
     ranks = _ranks_per_file(profile, fids)
     shared_rec = np.isin(fids, mp["file_id"][mp["rank"] < 0])

@@ -110,7 +110,7 @@ def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) 
     out = {}
     ok = np.isfinite(end[peers])
     if ok.any() and np.isfinite(end[procs]).any():
-        out = {"median_last_data_op_end_s": float(np.median(end[peers][ok])), "stragglers_last_data_op_end_s": float(np.nanmax(np.where(np.isfinite(end[procs]), end[procs], np.nan)))}
+        out = {"median_last_data_op_end_s": median(end[peers][ok]), "stragglers_last_data_op_end_s": float(np.nanmax(np.where(np.isfinite(end[procs]), end[procs], np.nan)))}
     hosts = profile.processes["host"][procs].astype(str) if len(profile.processes) else []
     if len(hosts) > 1 and all(hosts) and len(set(hosts)) == 1:
         out["stragglers_host"] = str(hosts[0])

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..metrics import median
+from ..nputil import unique
+
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
@@ -30,7 +33,7 @@ def _cause(dt, key: str, peers, dur: float, ev: dict) -> str | None:
     b = float(dt.task_bytes.get(key, 0.0))
     pio = np.array([dt.task_io_s.get(k, 0.0) for k in peers.tolist()])
     pb = np.array([dt.task_bytes.get(k, 0.0) for k in peers.tolist()])
-    mio, mb = float(np.median(pio)), float(np.median(pb))
+    mio, mb = median(pio), median(pb)
     ev.update(slowest_task_io_s=io, slowest_task_bytes=b, peers_median_io_s=mio, peers_median_bytes=mb)
     if io >= 0.5 * dur:
         more = f", {b / mb:.1f}x the bytes of a typical peer" if mb > 0 and b > 1.5 * mb else ""
@@ -51,12 +54,12 @@ def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
     prefix = t["prefix"][first].astype(str)
     makespan = float(t["end_s"].max() - t["start_s"].min())
     out = []
-    for p in np.unique(prefix):
+    for p in unique(prefix):
         sel = np.flatnonzero(prefix == p)
         if len(sel) < c.task_min_tasks:
             continue
         z, med, slow = task_stragglers(dur[sel], c)
-        mad = float(np.median(np.abs(dur[sel] - med)))
+        mad = median(np.abs(dur[sel] - med))
         if not slow.any():
             continue
         idx = sel[slow][np.argsort(-dur[sel][slow])]

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..nputil import unique
 from ...collectors.embedded.format import (
     HEADER_DTYPE, HEADER_SIZE, HF_CAPPED, HF_EXEC, HF_EXITED, MAGIC, MODULE_POSIX, MODULE_STDIO,
     NAME_ENTRY_HEADER, OPC, RECORD_DTYPE, RF_FAILED, RF_MEM_UNALIGNED, RF_OFFSET_UNKNOWN,
@@ -476,10 +477,10 @@ def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBu
     if not len(ok):
         return
     opc = ok["op"]
-    ids.update(np.unique(ok["file_id"]).tolist())
+    ids.update(unique(ok["file_id"]).tolist())
     ren = opc == OPC["rename"]
     if ren.any():
-        ids.update(np.unique(ok["offset"][ren].view("u8")).tolist())
+        ids.update(unique(ok["offset"][ren].view("u8")).tolist())
     for mod, code in (("POSIX", MODULE_POSIX), ("STDIO", MODULE_STDIO)):
         sel = ok["module"] == code
         if not sel.any():

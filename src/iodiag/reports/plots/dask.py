@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...analyzers.nputil import unique
 from ...analyzers.batches import is_source
 from ...analyzers.tasktime import task_stragglers
 from ...config import Stragglers
@@ -115,7 +116,7 @@ def _bar_gantt(fig, ax, ts: TaskStream, lane_row: dict, io_row: dict, colors: di
         for prefix, color in colors.items():
             sel = ts.tasks["prefix"] == prefix
             xs, ys, ws = [], [], []
-            for li in np.unique(lanes[sel]).tolist():
+            for li in unique(lanes[sel]).tolist():
                 s2 = sel & (lanes == li)
                 st, en = _px_merge(ts.tasks["start_s"][s2], ts.tasks["end_s"][s2], px_s)
                 x0 = ax.sx(st)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...analyzers.nputil import unique
 from ...profile import OP, OPS_MODULE, OPS_MODULES, JobProfile, Table
 from .. import svg
 from ...analyzers.batches import chunks, is_source, table_batches
@@ -95,7 +96,7 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
         layers = sorted(ops.rw_modules) if len(ops) else []
     else:
         rw = (ops["op"] <= OP["write"]) & (ops["proc"] >= 0) if len(ops) else None
-        layers = np.unique(ops["module"][rw]).tolist() if rw is not None and rw.any() else []
+        layers = unique(ops["module"][rw]).tolist() if rw is not None and rw.any() else []
         del rw
     if layers:
         source = "ops"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analyzers.nputil import unique
 from ...profile import JobProfile, Table
 from .. import svg
 from . import META, READ, WRITE, human_bytes
@@ -160,7 +161,7 @@ def access_sizes(profile: JobProfile) -> Table:
 
         hists: dict[tuple[int, str], np.ndarray] = {}  # counts, summed one process at a time (exact)
         for ops in process_tables(profile.ops, ("module", "op", "length")):
-            for code in np.unique(ops["module"]).tolist():
+            for code in unique(ops["module"]).tolist():
                 for direction in ("read", "write"):
                     sel = (ops["module"] == code) & (ops["op"] == OP[direction])
                     h = np.bincount(size_bin(ops["length"][sel]), minlength=len(SIZE_LABELS))

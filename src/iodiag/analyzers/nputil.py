@@ -1,0 +1,51 @@
+"""Small NumPy helpers used on the report path."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unique(a) -> np.ndarray:
+    """The sorted distinct values of a 1-D array (``np.unique`` without its options).
+
+    NumPy 2's ``np.unique`` imports ``numpy.ma`` on first use (~10 ms of a report's start-up) and its hash path
+    is slower than a sort on integer columns; this is sort + compare.  NaNs count as one value, as in
+    ``np.unique``.
+    """
+    s = np.sort(np.asarray(a).ravel(), kind="stable")
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    if s.dtype.kind in "fc":
+        nan = np.isnan(s)
+        if nan.any():  # sorted last; NaN != NaN would keep each of them
+            keep[1:] &= ~(nan[1:] & nan[:-1])
+    return s[keep]
+
+
+def percentile(a, q: float) -> float:
+    """``float(np.percentile(a, q))`` (its default 'linear' method) of a non-empty 1-D array, without the
+    ``numpy.ma`` import ``np.percentile`` and ``np.median`` make; same arithmetic, so the same float."""
+    s = np.sort(np.asarray(a).ravel())
+    if s.dtype.kind in "fc" and np.isnan(s[-1]):
+        return float("nan")
+    v = (len(s) - 1) * (q / 100)
+    lo = int(np.floor(v))
+    hi = min(lo + 1, len(s) - 1)
+    t = v - lo
+    a_, b_ = s[lo], s[hi]
+    diff = np.subtract(b_, a_)
+    return float(b_ - diff * (1 - t)) if t >= 0.5 else float(a_ + diff * t)
+
+
+def median(x: np.ndarray) -> float:
+    """``float(np.median(x))`` of a non-empty 1-D array by one sort (np.median makes ~10 NumPy calls,
+    which dominate on the few values per job): the middle value, or the mean of the two middle ones."""
+    s = np.sort(x)
+    n = len(s)
+    if s.dtype.kind in "fc" and np.isnan(s[-1]):
+        return float("nan")
+    k = n // 2
+    return float(s[k]) if n % 2 else (float(s[k - 1]) + float(s[k])) / 2

@@ -2,7 +2,9 @@
 
 This package is the only place that prints, exits or reads argv.  Each
 command module registers itself on ``app``; heavy imports happen inside the
-command functions so that ``iodiag --help`` and ``iodiag report`` start fast.
+command functions so that ``iodiag --help`` and ``iodiag report`` start fast,
+and ``iodiag report`` with its usual options skips typer altogether
+(``cli/fast.py``).
 """
 
 from __future__ import annotations
@@ -10,13 +12,19 @@ from __future__ import annotations
 import sys
 
 from ..errors import IodiagError
-from .app import app
-from . import report as _report  # noqa: F401  (registers commands)
-from . import run as _run, jobs as _jobs  # noqa: F401,E401  (registers `iodiag run` and `iodiag jobs`)
-from . import workload as _workload, sweep as _sweep  # noqa: F401,E401  (registers commands)
-from . import compare as _compare  # noqa: F401
-from . import site as _site  # noqa: F401  (registers `iodiag site`)
-from . import recommend as _recommend, verify as _verify  # noqa: F401,E401  (`iodiag recommend JOB|train|evaluate`, `iodiag verify`)
+
+_COMMAND_MODULES = ("report", "run", "jobs", "workload", "sweep", "compare", "site", "recommend", "verify")
+
+
+def build_app():
+    """The typer application with every command registered (each command module registers on ``app``)."""
+    import importlib
+
+    from .app import app
+
+    for name in _COMMAND_MODULES:
+        importlib.import_module(f"{__name__}.{name}")
+    return app
 
 
 # `--html [PATH]` is one grammar everywhere: alone it writes the page to a default place, with a path it writes
@@ -45,6 +53,13 @@ def normalize_html(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     argv = normalize_html(sys.argv[1:] if argv is None else argv)
+    from .fast import dispatch
+
+    fast = dispatch(argv)
+    if fast is not None:  # `report` with options it can parse: no typer (see cli/fast.py)
+        fast()
+        return
+    app = build_app()
     try:
         app(args=argv, standalone_mode=True)
     except IodiagError as exc:  # pragma: no cover - typer handles most exits itself

@@ -9,7 +9,8 @@ from typing import List, Optional
 import typer
 
 from .app import app
-from .common import _print_choices, atomic_write, build_profile_for, run_guarded
+from .common import _print_choices, run_guarded
+from .report_run import _report
 
 
 @app.command(
@@ -44,31 +45,3 @@ def report_cmd(
         target=target, json_out=json_out, json_file=json_file, html=html or html_path is not None, html_path=html_path,
         config_file=config_file, site_config=site_config, mute=mute, log_tree=log_tree, job=job, take_all=take_all, obfuscate=obfuscate, color=color,
     ), on_ambiguous=_print_choices, json_errors=json_out)
-
-
-def _report(*, target, json_out, json_file, html, html_path, config_file, site_config, mute, log_tree, job, take_all, obfuscate, color) -> None:
-    from ..config import load_config
-    from ..reports.json_report import render_json
-    from ..service import diagnose_report, with_mutes
-
-    cfg = with_mutes(load_config(config_file, site_config=site_config), mute)
-    prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out)
-    findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate, home=home)
-    text = render_json(report)
-    if json_file:
-        atomic_write(json_file, text + "\n")
-    if html:
-        from .common import write_html
-
-        out = write_html(prof, findings, report, html_path=html_path, home=home, obfuscate=obfuscate, config=cfg)
-        print(f"iodiag: HTML report written to {out}", file=sys.stderr)
-    if json_out:
-        sys.stdout.write(text + "\n")
-        return
-    from ..reports.terminal import render_terminal
-
-    use_color = sys.stdout.isatty() if color is None else color
-    import shutil
-
-    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))  # the terminal's width ($COLUMNS honoured)
-    sys.stdout.write(render_terminal(report, color=use_color, width=width))

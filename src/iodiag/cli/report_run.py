@@ -1,0 +1,35 @@
+"""The body of `iodiag report`, without typer: the command's fast path (``cli/fast.py``) calls it directly."""
+
+from __future__ import annotations
+
+import sys
+
+from .common import atomic_write, build_profile_for
+
+
+def _report(*, target, json_out, json_file, html, html_path, config_file, site_config, mute, log_tree, job, take_all, obfuscate, color) -> None:
+    from ..config import load_config
+    from ..reports.json_report import render_json
+    from ..service import diagnose_report, with_mutes
+
+    cfg = with_mutes(load_config(config_file, site_config=site_config), mute)
+    prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out)
+    findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate, home=home)
+    text = render_json(report)
+    if json_file:
+        atomic_write(json_file, text + "\n")
+    if html:
+        from .common import write_html
+
+        out = write_html(prof, findings, report, html_path=html_path, home=home, obfuscate=obfuscate, config=cfg)
+        print(f"iodiag: HTML report written to {out}", file=sys.stderr)
+    if json_out:
+        sys.stdout.write(text + "\n")
+        return
+    from ..reports.terminal import render_terminal
+
+    use_color = sys.stdout.isatty() if color is None else color
+    import shutil
+
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))  # the terminal's width ($COLUMNS honoured)
+    sys.stdout.write(render_terminal(report, color=use_color, width=width))

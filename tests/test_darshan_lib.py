@@ -59,3 +59,42 @@ def test_unwritable_or_damaged_cache_still_reads(tmp_path):
     b = _probe({"IODIAG_CACHE_DIR": str(cache)})
     assert a["parsed"] and b["parsed"]
     assert a["sizes"] == b["sizes"] and a["posix_rows"] == b["posix_rows"] and a["posix_rows"]
+
+
+DXT_LOG = ("dxt-explorer/sample/jeanbez_8_benchmark_parallel_id45195555_8-6-50011-11681279140261054765_"
+           "1628283217.darshan")
+
+
+def _arrays(obj, path=""):
+    import numpy as np
+
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _arrays(v, f"{path}/{k}")
+    elif isinstance(obj, np.ndarray):
+        yield path, obj
+
+
+def test_large_results_cross_out_of_band_and_equal_in_band(monkeypatch):
+    """The forked reader hands a 15 MB DXT log back through a memfd; the arrays are the in-band ones, writable."""
+    import numpy as np
+
+    from iodiag.analyzers.readers import isolate
+
+    log = str(corpus_path(DXT_LOG))
+    sent = []
+    real = isolate._oob_load
+    monkeypatch.setattr(isolate, "_oob_load", lambda msg, sock: sent.append(msg[3]) or real(msg, sock))
+    (oob,) = list(isolate.read_logs([log]))
+    assert sent and sent[0] > 10 << 20, "the DXT columns should have crossed out of band"
+    monkeypatch.setattr(isolate, "OOB_MIN_BYTES", 1 << 62)
+    (inband,) = list(isolate.read_logs([log]))
+    assert len(sent) == 1
+    a, b = dict(_arrays(oob.data)), dict(_arrays(inband.data))
+    assert a.keys() == b.keys() and len(a) > 10
+    for k in a:
+        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
+    col = a["/mods/DXT_POSIX/offset"]
+    assert col.flags.writeable
+    col[0] += 1  # a private mapping: writing changes this array only
+    assert col[0] == b["/mods/DXT_POSIX/offset"][0] + 1

@@ -33,8 +33,10 @@ class LogResult:
     error: str | None = None
 
 
-def _send(fd: int, obj: Any) -> None:
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def _send(fd: int, obj: Any, fdsock: Any = None) -> None:
+    payload = _oob_payload(obj, fdsock) if fdsock is not None else None
+    if payload is None:
+        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     head = _HDR.pack(len(payload))
     if len(payload) < 65536:
         parts = [memoryview(head + payload)]
@@ -44,6 +46,83 @@ def _send(fd: int, obj: Any) -> None:
         while view:
             n = os.write(fd, view)
             view = view[n:]
+
+
+# -- large results out of band ---------------------------------------------------------------------------------
+#
+# A decoded DXT log is tens of MB of NumPy columns.  Pickled in band it is copied four times (pickle, pipe write,
+# pipe read, unpickle) and the parent faults in fresh pages for two of them: ~30 ms of a report on a 15 MB log.
+# Instead the child pickles the columns out of band (protocol 5), writes them once into a memfd and passes that
+# descriptor over a Unix socket (SCM_RIGHTS); the parent maps it copy-on-write and the arrays are views of the
+# mapping.  The pipe still carries the message itself, so a crash or a hang is detected exactly as before.
+# Linux only (memfd_create, send_fds); elsewhere, and for small results, everything goes in band.
+
+_OOB = "__oob__"
+OOB_MIN_BYTES = 1 << 20  # below this, in band costs less than a memfd and a mapping
+_ALIGN = 64
+
+
+def _oob_channel():
+    """(parent end, child end) of a socket for passing memfds, or (None, None) where that is not available."""
+    try:
+        import socket
+
+        if not (hasattr(os, "memfd_create") and hasattr(socket, "send_fds")):
+            return None, None
+        return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except (ImportError, OSError):
+        return None, None
+
+
+def _oob_payload(obj: Any, fdsock: Any) -> bytes | None:
+    """The message pickled with its large buffers in a memfd sent on ``fdsock``; None to send it in band."""
+    bufs: list = []
+    meta = pickle.dumps(obj, protocol=5, buffer_callback=bufs.append)
+    views = [b.raw() for b in bufs]
+    total = sum(v.nbytes for v in views)
+    if total < OOB_MIN_BYTES:
+        return None
+    import socket
+
+    layout, at = [], 0
+    for v in views:
+        layout.append((at, v.nbytes))
+        at += -(-v.nbytes // _ALIGN) * _ALIGN
+    try:
+        mfd = os.memfd_create("iodiag-log", getattr(os, "MFD_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        os.ftruncate(mfd, max(at, 1))
+        for (off, _), v in zip(layout, views):
+            while v.nbytes:
+                n = os.pwrite(mfd, v, off)
+                v, off = v[n:], off + n
+        socket.send_fds(fdsock, [b"m"], [mfd])
+    except OSError:  # no room for the memfd, or the socket is gone: in band, as without one
+        return None
+    finally:
+        os.close(mfd)
+    return pickle.dumps((_OOB, meta, layout, at), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _oob_load(msg: tuple, fdsock: Any) -> Any:
+    import mmap
+    import socket
+
+    _, meta, layout, size = msg
+    fdsock.settimeout(30.0)  # sent before the message: already there
+    _, fds, _, _ = socket.recv_fds(fdsock, 1, 1)
+    if not fds:
+        raise OSError("the reader sent a result without its memory descriptor")
+    try:
+        # private and writable: the arrays behave as freshly allocated ones (a write copies that page only)
+        mm = mmap.mmap(fds[0], max(size, 1), flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        for f in fds:
+            os.close(f)
+    view = memoryview(mm)
+    return pickle.loads(meta, buffers=[view[off:off + n] for off, n in layout])
 
 
 def _child_setup() -> None:
@@ -63,12 +142,12 @@ def _child_setup() -> None:
     os.dup2(devnull, 2)
 
 
-def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int) -> None:
+def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int, fdsock: Any = None) -> None:
     _child_setup()
     for i, path in enumerate(paths):
         _send(wfd, ("start", i))
         r = _read_one(path, modules, names)
-        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error))
+        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error), fdsock)
     _send(wfd, ("done",))
 
 
@@ -86,13 +165,20 @@ def _widen_pipe(fd: int) -> None:
 
 
 class _Reader:
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, fdsock: Any = None) -> None:
         self.fd = fd
+        self.fdsock = fdsock  # where out-of-band results' memfds arrive (see _oob_payload)
         self.buf = bytearray()
         _widen_pipe(fd)
 
     def recv(self, deadline: float) -> Any:
         """One message, or None on EOF, or raises TimeoutError."""
+        msg = self._recv(deadline)
+        if self.fdsock is not None and type(msg) is tuple and msg and msg[0] == _OOB:
+            return _oob_load(msg, self.fdsock)
+        return msg
+
+    def _recv(self, deadline: float) -> Any:
         while True:
             if len(self.buf) >= _HDR.size:
                 (n,) = _HDR.unpack_from(self.buf)
@@ -213,15 +299,20 @@ def _read_logs(
     while start < len(paths):
         batch = paths[start:]
         rfd, wfd = os.pipe()
+        psock, csock = _oob_channel()
         pid = os.fork()
         if pid == 0:  # child
             try:
                 os.close(rfd)
-                _child(batch, modules, names, wfd)
+                if psock is not None:
+                    psock.close()
+                _child(batch, modules, names, wfd, csock)
             finally:
                 os._exit(0)  # never run the parent's cleanup (or free a damaged handle)
         os.close(wfd)
-        reader = _Reader(rfd)
+        if csock is not None:
+            csock.close()
+        reader = _Reader(rfd, psock)
         current = None
         next_index = 0
         try:
@@ -268,6 +359,8 @@ def _read_logs(
                     break
         finally:
             os.close(rfd)
+            if psock is not None:
+                psock.close()
             if pid is not None:
                 try:
                     os.waitpid(pid, 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import atomic_write, build_profile_for
+from .common import atomic_write, build_profile_for, warm_allocator
 
 
 def _report(*, target, json_out, json_file, html, html_path, config_file, site_config, mute, log_tree, job, take_all, obfuscate, color) -> None:
@@ -12,6 +12,7 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, site_c
     from ..reports.json_report import render_json
     from ..service import diagnose_report, with_mutes
 
+    warm_allocator()
     cfg = with_mutes(load_config(config_file, site_config=site_config), mute)
     prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out)
     findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate, home=home)

@@ -98,3 +98,20 @@ def test_large_results_cross_out_of_band_and_equal_in_band(monkeypatch):
     assert col.flags.writeable
     col[0] += 1  # a private mapping: writing changes this array only
     assert col[0] == b["/mods/DXT_POSIX/offset"][0] + 1
+
+
+def test_while_reading_runs_once_in_the_parent_and_cannot_break_the_read():
+    from iodiag.analyzers.readers import isolate
+
+    logs = [str(corpus_path(LOG)), str(corpus_path(DXT_LOG))]
+    calls = []
+    out = list(isolate.read_logs(logs, while_reading=lambda: calls.append(os.getpid())))
+    assert calls == [os.getpid()]
+    assert [r.error for r in out] == [None, None]
+
+    def boom():
+        raise RuntimeError("warm-up failed")
+
+    again = list(isolate.read_logs(logs, while_reading=boom))
+    assert [r.error for r in again] == [None, None]
+    assert len(again[1].data["mods"]["DXT_POSIX"]["offset"]) == len(out[1].data["mods"]["DXT_POSIX"]["offset"]) > 0

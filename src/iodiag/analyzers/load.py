@@ -486,10 +486,13 @@ def load_job(
     modules: Iterable[str] = ALL_MODULES,
     job_id: str | None = None,
     progress: Callable[[int], None] | None = None,
+    while_reading: Callable[[], None] | None = None,
 ) -> JobProfile:
-    """Read every log of one job (isolated, with a timeout each) into a profile."""
+    """Read every log of one job (isolated, with a timeout each) into a profile (``while_reading``: see
+    ``read_logs``)."""
     cfg = config or Config()
-    results = list(read_logs(paths, modules, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate, progress=progress))
+    results = list(read_logs(paths, modules, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate, progress=progress,
+                             while_reading=while_reading))
     return build_profile(results, job_id=job_id)
 
 

@@ -245,14 +245,19 @@ def read_logs(
     timeout_s: float = 120.0,
     isolate: bool = True,
     progress: Callable[[int], None] | None = None,
+    while_reading: Callable[[], None] | None = None,
 ) -> Iterator[LogResult]:
     """Yield one LogResult per path, in order; never raises for a bad log.  A log that crashed or hung the
     reader is read again without the optional modules (DXT, HEATMAP, LUSTRE); when that works, the modules
-    left out are reported as lost for that log instead of the whole log."""
+    left out are reported as lost for that log instead of the whole log.
+
+    ``while_reading`` is called once, in this process, while the first reader child decodes (a caller's work
+    that does not need the logs, e.g. its imports: it then costs no wall time); what it raises is ignored."""
     modules = tuple(modules)
     optional = tuple(m for m in modules if m in OPTIONAL_MODULES)
     core = tuple(m for m in modules if m not in OPTIONAL_MODULES)
-    for res in _read_logs(paths, modules, names=names, timeout_s=timeout_s, isolate=isolate, progress=progress):
+    for res in _read_logs(paths, modules, names=names, timeout_s=timeout_s, isolate=isolate, progress=progress,
+                          while_reading=while_reading):
         if res.error_kind in ("crashed", "timeout") and optional and core and isolate:
             res = _salvage(res, core, optional, names=names, timeout_s=timeout_s)
         yield res
@@ -286,6 +291,7 @@ def _read_logs(
     timeout_s: float = 120.0,
     isolate: bool = True,
     progress: Callable[[int], None] | None = None,
+    while_reading: Callable[[], None] | None = None,
 ) -> Iterator[LogResult]:
     paths = [os.fspath(p) for p in paths]
     modules = tuple(modules)
@@ -313,6 +319,12 @@ def _read_logs(
         if csock is not None:
             csock.close()
         reader = _Reader(rfd, psock)
+        if while_reading is not None:
+            _idle, while_reading = while_reading, None
+            try:
+                _idle()
+            except Exception:  # noqa: BLE001 - only a head start: the caller's own path meets any real error
+                pass
         current = None
         next_index = 0
         try:

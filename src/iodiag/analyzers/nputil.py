@@ -49,3 +49,13 @@ def median(x: np.ndarray) -> float:
         return float("nan")
     k = n // 2
     return float(s[k]) if n % 2 else (float(s[k - 1]) + float(s[k])) / 2
+
+
+def stable_argsort_small(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of non-negative integer keys; keys below 65,536 (process numbers of
+    most jobs) are sorted as 16-bit integers, which NumPy sorts by radix: ~8x faster than its timsort of int64."""
+    if len(keys) and keys.dtype.kind in "iu":
+        lo, hi = int(keys.min()), int(keys.max())
+        if lo >= 0 and hi < 65536:
+            return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")

@@ -33,6 +33,7 @@ from ..profile import OP, JobProfile
 from . import batches
 from .batches import chunks
 from .metrics import group_sum, memo, metrics_of
+from .nputil import stable_argsort_small
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int
             s = start[sl] - t0
             span = max(span, float(np.maximum(end[sl] - t0, s).max()))
         span += 1.0
-    by_proc = None if bool(np.all(proc[1:] >= proc[:-1])) else np.argsort(proc, kind="stable")
+    by_proc = None if bool(np.all(proc[1:] >= proc[:-1])) else stable_argsort_small(proc)
     counts = np.bincount(proc)
     bounds = np.cumsum(counts)
     out = np.zeros(n)

@@ -89,3 +89,26 @@ def test_report_json_imports_neither_typer_nor_numpy_ma():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "[]"
+
+
+def test_console_script_leaves_early_with_all_output_written(tmp_path):
+    """`iodiag report` exits without the interpreter's teardown: stdout, --json-file and the HTML page must be
+    complete all the same, and the exit code 0; an error still exits with its code."""
+    import json
+    import os
+
+    script = os.path.join(os.path.dirname(sys.executable), "iodiag")
+    if not os.path.exists(script):
+        pytest.skip("the iodiag console script is not installed next to this Python")
+    out, side, page = tmp_path / "out.json", tmp_path / "side.json", tmp_path / "page.html"
+    with open(out, "wb") as fh:
+        res = subprocess.run([script, "report", str(corpus_path(LOG)), "--json", "--json-file", str(side), "--html",
+                              str(page)], stdout=fh, stderr=subprocess.PIPE, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(out.read_text())
+    assert got["schema"] == "iodiag.report/1" and got["findings"]
+    assert json.loads(side.read_text()) == got
+    assert page.read_text().rstrip().endswith("</html>")
+    bad = subprocess.run([script, "report", str(tmp_path / "missing.darshan"), "--json"], capture_output=True,
+                         timeout=120)
+    assert bad.returncode == 3 and json.loads(bad.stdout)["errors"]

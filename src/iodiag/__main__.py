@@ -1,4 +1,4 @@
-from iodiag.cli import main
+from iodiag.cli import entry
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -224,11 +224,9 @@ def _read_dxt(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
     w = np.asarray(wcounts, dtype="i8")
     r = np.asarray(rcounts, dtype="i8")
     per_rec = w + r
-    # segments of each record are [writes..., reads...]
     rec_of_seg = np.repeat(np.arange(len(per_rec)), per_rec)
-    start_of_rec = np.concatenate([[0], np.cumsum(per_rec)[:-1]]) if len(per_rec) else np.zeros(0, "i8")
-    pos_in_rec = np.arange(used) - np.repeat(start_of_rec, per_rec)
-    is_write = pos_in_rec < np.repeat(w, per_rec)
+    # segments of each record are [writes..., reads...]: one repeat of (True, False) per record by (w, r)
+    is_write = np.repeat(np.tile(np.array([True, False]), len(per_rec)), np.column_stack((w, r)).ravel())
     return {
         "rec_file_id": np.asarray(ids, dtype="u8"), "rec_rank": np.asarray(ranks, dtype="i8"),
         "rec_host": np.asarray(hosts, dtype=object), "rec_writes": w, "rec_reads": r,

@@ -23,7 +23,7 @@ from ..profile import (
     empty_table,
 )
 from .batches import OpsBuilder, chunks
-from .readers.darshan import ALL_MODULES, COUNTER_MODULES
+from .readers.darshan import ALL_MODULES, COUNTER_MODULES, dxt_columns, dxt_segment_keys
 from .readers.isolate import LogResult, read_logs
 
 # <user>_<exe>_id<jobid>[-<pid>]_<date>-<secs>-<hash>_<n>.darshan
@@ -133,8 +133,8 @@ def _derived_end(data: dict[str, Any], start: float) -> float | None:
             latest = max(latest, float(np.max(rec["fcounters"][:, cols])))
     for mod in ("DXT_POSIX", "DXT_MPIIO"):
         rec = data["mods"].get(mod)
-        if rec is not None and len(rec["end"]):
-            latest = max(latest, float(rec["end"].max()))
+        if rec is not None and len(rec["segments"]):
+            latest = max(latest, float(dxt_columns(rec)["end"].max()))
     return start + latest if latest > 0 else None
 
 
@@ -181,7 +181,7 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
             f"no log of this job could be read: {where}: {first.cause if first else 'nothing to read'}",
             hint="check the file is a complete Darshan log (darshan-parser FILE); logs of killed processes may be empty",
         )
-    fold = _JobFold(issues, n_ops=sum(len(rec["offset"]) for r in good for mod in ("DXT_POSIX", "DXT_MPIIO")
+    fold = _JobFold(issues, n_ops=sum(len(rec["segments"]) for r in good for mod in ("DXT_POSIX", "DXT_MPIIO")
                                       if (rec := r.data["mods"].get(mod)) is not None))
     for li, r in enumerate(good):
         fold.add_log(li, r)
@@ -367,14 +367,16 @@ class _JobFold:
         """DXT segments into the ops columns, in bounded batches (the segments' times are relative to the log)."""
         for mod, code in (("DXT_POSIX", OPS_MODULE["POSIX"]), ("DXT_MPIIO", OPS_MODULE["MPIIO"])):
             rec = d["mods"].get(mod)
-            if rec is None or not len(rec["offset"]):
+            if rec is None or not len(rec["segments"]):
                 continue
-            for sl in chunks(len(rec["offset"])):
+            seg = dxt_columns(rec)
+            for sl in chunks(len(rec["segments"])):
+                fid, rank, is_write = dxt_segment_keys(rec, sl.start, sl.stop)
                 self.ops.add({
-                    "proc": to_proc(rec["rank"][sl]), "thread": -1, "file_id": rec["file_id"][sl], "module": code,
-                    "op": np.where(rec["is_write"][sl], OP["write"], OP["read"]),
-                    "offset": rec["offset"][sl], "length": rec["length"][sl],
-                    "start_s": rec["start"][sl] + start, "end_s": rec["end"][sl] + start,
+                    "proc": to_proc(rank), "thread": -1, "file_id": fid, "module": code,
+                    "op": np.where(is_write, OP["write"], OP["read"]),
+                    "offset": seg["offset"][sl], "length": seg["length"][sl],
+                    "start_s": seg["start"][sl] + start, "end_s": seg["end"][sl] + start,
                 })
 
     def _heatmap(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:

@@ -220,22 +220,47 @@ def _read_dxt(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
             # the record's segments, copied once, straight into place
             memmove(ffi.from_buffer(raw[used:used + k]), cast("char *", p) + hdr, k * seg)
             used += k
-    cols = raw[:used].T.copy()  # one pass: each field becomes a contiguous row
     w = np.asarray(wcounts, dtype="i8")
     r = np.asarray(rcounts, dtype="i8")
-    per_rec = w + r
-    rec_of_seg = np.repeat(np.arange(len(per_rec)), per_rec)
-    # segments of each record are [writes..., reads...]: one repeat of (True, False) per record by (w, r)
-    is_write = np.repeat(np.tile(np.array([True, False]), len(per_rec)), np.column_stack((w, r)).ravel())
+    # one block: a row per segment (offset, length, start bits, end bits), the records' segments one after the
+    # other, each record's [writes..., reads...]; ``dxt_columns`` gives its columns as views.  Per-segment file,
+    # rank and direction are left to the consumer (``repeat_range``): they would triple what crosses to the parent
     return {
         "rec_file_id": np.asarray(ids, dtype="u8"), "rec_rank": np.asarray(ranks, dtype="i8"),
         "rec_host": np.asarray(hosts, dtype=object), "rec_writes": w, "rec_reads": r,
-        "file_id": np.asarray(ids, dtype="u8")[rec_of_seg] if used else np.zeros(0, "u8"),
-        "rank": np.asarray(ranks, dtype="i8")[rec_of_seg] if used else np.zeros(0, "i8"),
-        "is_write": is_write,
-        "offset": cols[0], "length": cols[1],
-        "start": cols[2].view("<f8"), "end": cols[3].view("<f8"),
+        # (the growing buffer itself when it is at least 3/4 full: no copy; a reader child's memory is gone soon)
+        "segments": raw[:used] if 4 * used >= 3 * cap else raw[:used].copy(),
     }
+
+
+def dxt_columns(rec: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Views of a DXT module's segment block: offset, length (int64), start, end (float64, seconds from the log's
+    start), in record order."""
+    seg = rec["segments"]
+    return {"offset": seg[:, 0], "length": seg[:, 1], "start": seg[:, 2].view("<f8"), "end": seg[:, 3].view("<f8")}
+
+
+def repeat_range(values: np.ndarray, counts: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``np.repeat(values, counts)[lo:hi]`` without building the whole repeat (counts >= 0)."""
+    if hi <= lo:
+        return values[:0]
+    cum = np.cumsum(counts)
+    i0 = int(np.searchsorted(cum, lo, "right"))  # the entry holding position lo
+    i1 = int(np.searchsorted(cum, hi, "left"))  # the entry holding position hi - 1
+    c = counts[i0:i1 + 1].copy()
+    c[0] -= lo - (int(cum[i0]) - int(counts[i0]))
+    c[-1] -= int(cum[i1]) - hi
+    return np.repeat(values[i0:i1 + 1], c)
+
+
+def dxt_segment_keys(rec: dict[str, Any], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(file id, rank, is-write) of segments lo..hi-1 of a DXT module."""
+    w, r = rec["rec_writes"], rec["rec_reads"]
+    per = w + r
+    wr = np.column_stack((w, r)).ravel()
+    direction = np.tile(np.array([True, False]), len(per))
+    return (repeat_range(rec["rec_file_id"], per, lo, hi), repeat_range(rec["rec_rank"], per, lo, hi),
+            repeat_range(direction, wr, lo, hi))
 
 
 def _read_heatmap(handle, idx: int, losses: list) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
 from ..analyzers.detectors._common import pct
@@ -22,6 +23,27 @@ from ..config import Config
 from ..findings import Finding
 from .chunks import merge_plan, rechunk_plan
 from .recommendation import Change, Recommendation
+
+
+# ---------------------------------------------------------------------------------------------- I/O layers
+_HDF5_NAMES = (".h5", ".hdf5", ".he5")
+
+
+def _interface(f: Finding) -> tuple[str | None, str]:
+    """The layer a change to ``f``'s files must name: the top-most one the program calls (HDF5 or PnetCDF above
+    MPI-IO above POSIX/STDIO) among those its detector saw on the files (``facts["layers"]``).  A file named like
+    HDF5 counts as HDF5 when no HDF5 or PnetCDF module recorded it (Darshan before 3.2 has no HDF5 module); the
+    second item then says so.  (None, "") when the finding does not carry its layers."""
+    layers = f.facts.get("layers")
+    if layers is None:
+        return None, ""
+    for name in ("HDF5", "PnetCDF"):
+        if name in layers:
+            return name, ""
+    named = next((p for p in f.files if p.lower().endswith(_HDF5_NAMES)), None)
+    if named:
+        return "HDF5", f"{named.rsplit('/', 1)[-1]} by its name; the log has no HDF5 module"
+    return next((x for x in ("MPI-IO", "POSIX", "STDIO") if x in layers), "POSIX"), ""
 
 
 # ---------------------------------------------------------------------------------------------- small-io
@@ -161,8 +183,61 @@ def _random_access(f: Finding, cfg: Config) -> str:
 
 def _misaligned(f: Finding, cfg: Config) -> str:
     a = int(f.evidence["alignment_bytes"])
-    return (f"align request offsets and sizes to {fmt_bytes(a)} (HDF5: H5Pset_alignment(fapl, "
-            f"{a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a multiple of it; or pad records)")
+    A = fmt_bytes(a)
+    layer, via = _interface(f)
+    coll = f.facts.get("collective")  # MPI-IO collective calls on these files already
+    head = f"align request offsets and sizes to {A}"
+    if layer == "HDF5":
+        what = (f"H5Pset_alignment(fapl, {a}, {a}) on the file access property list starts every object of {A} or "
+                f"more on {A} boundaries; choose dataset chunks whose size is a multiple of {A}")
+        if f.facts.get("written", True):
+            return f"{head}: the files are HDF5{' (' + via + ')' if via else ''}: {what}"
+        return (f"{head}: the files are HDF5{' (' + via + ')' if via else ''} and this job only reads them: in the "
+                f"program that writes them, {what}; or rewrite a copy once: {_h5repack(f, a)}")
+    if layer == "PnetCDF":
+        return (f"{head}: the files are written through PnetCDF: set its hints nc_var_align_size={a} and "
+                f"nc_record_align_size={a} (PNETCDF_HINTS, or the MPI_Info given to ncmpi_create) so the sections of "
+                f"fixed-size and of record variables start on {A} boundaries (PnetCDF does not align each record"
+                + ("" if coll else "; write records with the collective *_all calls so MPI-IO aggregates them into "
+                                   "whole blocks") + ")")
+    if layer == "MPI-IO":
+        lustre = " (on Lustre it also sets the stripe size of files it creates)" if f.evidence.get("lustre_stripe_bytes") else ""
+        calls = ("the collective calls' aggregators then access whole blocks" if coll else
+                 f"use collective calls (MPI_File_read_all/write_all) so the aggregators access whole {A} blocks")
+        return (f"{head}: the program does its I/O through MPI-IO: pass the hint striping_unit={a} in the MPI_Info "
+                f"of MPI_File_open{lustre}; {calls}; or pad records to a multiple of {A}")
+    if layer in ("POSIX", "STDIO"):
+        return (f"{head}: the program issues these requests itself ({layer}, no I/O library above it): make each "
+                f"request's size and file offset a multiple of {A} (a {A} buffer written whole, records padded to a "
+                f"multiple of {A})")
+    return (f"{head} (HDF5: H5Pset_alignment(fapl, {a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a "
+            "multiple of it; or pad records)")
+
+
+def _h5repack(f: Finding, a: int) -> str:
+    """An aligned copy of the finding's top file (h5repack's -t/-a are H5Pset_alignment's threshold and alignment)."""
+    src = PurePosixPath(f.files[0] if f.files else "IN.h5")
+    return f"h5repack -t {a} -a {a} {src} {src.with_name(src.stem + '.aligned' + src.suffix)}"
+
+
+def _alignment_changes(f: Finding) -> tuple[Change, ...]:
+    """The change _misaligned describes, for the layer it names."""
+    a = int(f.evidence["alignment_bytes"])
+    layer, _ = _interface(f)
+    if layer == "HDF5":
+        return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"),) + (
+            () if f.facts.get("written", True) or not f.files else (Change("shell", _h5repack(f, a)),))
+    if layer == "PnetCDF":
+        hints = f"nc_var_align_size={a};nc_record_align_size={a}"
+        return (Change("env", f'export PNETCDF_HINTS="{hints}"', "PNETCDF_HINTS", hints),
+                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}"); MPI_Info_set(info, '
+                                  f'"nc_record_align_size", "{a}");  /* the info of ncmpi_create */'))
+    if layer == "MPI-IO":
+        return (Change("config", f"striping_unit={a}", "striping_unit", a),)
+    if layer in ("POSIX", "STDIO"):
+        return (Change("snippet", f"n = (n + {a - 1}) / {a} * {a};  /* each request's size (and offset) in whole "
+                                  f"{fmt_bytes(a)} blocks */"),)
+    return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"), Change("config", f"striping_unit={a}", "striping_unit", a))
 
 
 _SHARE_ADVICE = {"dask": "load it once and share it (client.scatter, or .persist() the loaded array) instead of "
@@ -404,9 +479,9 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
                                  changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
         elif f.id == "misaligned":
             a = int(f.evidence["alignment_bytes"])
-            rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}", settings={"alignment": a},
-                                 changes=(Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"),
-                                          Change("config", f"striping_unit={a}", "striping_unit", a)))
+            layer = _interface(f)[0]
+            rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}" + (f" ({layer})" if layer else ""),
+                                 settings={"alignment": a}, changes=_alignment_changes(f))
         elif f.id == "rank-imbalance" and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
             top = f.facts["top_file"]
             folder = top.rsplit("/", 1)[0] or "."

@@ -42,7 +42,7 @@ def _interface(f: Finding) -> tuple[str | None, str]:
             return name, ""
     named = next((p for p in f.files if p.lower().endswith(_HDF5_NAMES)), None)
     if named:
-        return "HDF5", f"{named.rsplit('/', 1)[-1]} by its name; the log has no HDF5 module"
+        return "HDF5", f"{named.rsplit('/', 1)[-1]} by its name, as the log has no HDF5 module"
     return next((x for x in ("MPI-IO", "POSIX", "STDIO") if x in layers), "POSIX"), ""
 
 
@@ -320,8 +320,8 @@ def _misaligned(f: Finding, cfg: Config) -> str:
     coll = f.facts.get("collective")  # MPI-IO collective calls on these files already
     head = f"align request offsets and sizes to {A}"
     if layer == "HDF5":
-        what = (f"H5Pset_alignment(fapl, {a}, {a}) on the file access property list starts every object of {A} or "
-                f"more on {A} boundaries; choose dataset chunks whose size is a multiple of {A}")
+        what = (f"call H5Pset_alignment(fapl, {a}, {a}) on the file access property list (every object of {A} or "
+                f"more then starts on a {A} boundary); choose dataset chunks whose size is a multiple of {A}")
         if f.facts.get("written", True):
             return f"{head}: the files are HDF5{' (' + via + ')' if via else ''}: {what}"
         return (f"{head}: the files are HDF5{' (' + via + ')' if via else ''} and this job only reads them: in the "

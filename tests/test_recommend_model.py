@@ -5,9 +5,11 @@ small to train, and features of a real job recorded with ``iodiag run``."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -128,16 +130,16 @@ def _model_dict() -> dict:
     return json.loads(T.SHIPPED_MODEL.read_text())
 
 
-@pytest.mark.parametrize("case, text, message", [
-    ("missing", None, "no recommender model"),
-    ("not json", "{nope", "not JSON"),
-    ("other file", json.dumps({"schema": "iodiag.report/1"}), "is not a recommender model"),
-    ("other schema", "SCHEMA2", "of schema 'iodiag.recommend-model/2'"),
-    ("untrained", "UNTRAINED", "untrained"),
-    ("stale", "STALE", "stale"),
-    ("damaged", "DAMAGED", "damaged"),
+@pytest.mark.parametrize("case, text, message, a_model", [
+    ("missing", None, "no recommender model", False),
+    ("not json", "{nope", "not JSON", False),
+    ("other file", json.dumps({"schema": "iodiag.report/1"}), "is not a recommender model", False),
+    ("other schema", "SCHEMA2", "of schema 'iodiag.recommend-model/2'", True),
+    ("untrained", "UNTRAINED", "untrained", True),
+    ("stale", "STALE", "stale", True),
+    ("damaged", "DAMAGED", "damaged", True),
 ])
-def test_unusable_model_files_say_how_to_retrain(tmp_path, case, text, message):
+def test_unusable_model_files_say_how_to_retrain(tmp_path, case, text, message, a_model):
     p = tmp_path / "m.json"
     d = _model_dict()
     if text == "SCHEMA2":
@@ -150,10 +152,31 @@ def test_unusable_model_files_say_how_to_retrain(tmp_path, case, text, message):
         del d["workloads"]["read"]["classifier"]["left"]
     if text is not None:
         p.write_text(text if text not in ("SCHEMA2", "UNTRAINED", "STALE", "DAMAGED") else json.dumps(d))
+    before = p.read_bytes() if p.exists() else None
     with pytest.raises(ModelUnusable) as ei:
         load_model(p)
     assert message in ei.value.message and str(p) in ei.value.message
-    assert f"iodiag recommend train SWEEP_DIR... --out {p}" in ei.value.hint
+    out = Path(re.search(r"iodiag recommend train SWEEP_DIR\.\.\. --out (\S+)", ei.value.hint).group(1))
+    if a_model or before is None:  # a model (or nothing) at p: retraining replaces it
+        assert out == p
+    else:  # p holds something else, the user's: the command writes a new file beside it, never over p
+        assert out != p and out.parent == p.parent and not out.exists() and f"{p} is left as it is" in ei.value.hint
+    assert (p.read_bytes() if p.exists() else None) == before
+
+
+def test_a_file_that_is_no_model_gets_a_free_name_beside_it(tmp_path):
+    report = tmp_path / "job.json"
+    report.write_text(json.dumps({"schema": "iodiag.report/1"}))
+    (tmp_path / "job-model.json").write_text("taken")
+    with pytest.raises(ModelUnusable) as ei:
+        load_model(report)
+    out = Path(re.search(r"--out (\S+)", ei.value.hint).group(1))
+    assert out == tmp_path / "job-model-2.json" and not out.exists()
+    # a folder (e.g. the sweep directory given by mistake): the model goes next to it, not into or over it
+    with pytest.raises(ModelUnusable) as ei:
+        load_model(tmp_path)
+    out = Path(re.search(r"--out (\S+)", ei.value.hint).group(1))
+    assert out.parent == tmp_path.parent and out != tmp_path and not out.exists()
 
 
 def test_shipped_model_is_stale_when_the_table_changed(tmp_path, monkeypatch):

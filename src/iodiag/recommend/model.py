@@ -41,24 +41,44 @@ def _retrain(path: Path | None) -> str:
     return RETRAIN if path is None else f"iodiag recommend train SWEEP_DIR... --out {path}"
 
 
+def _new_model_path(path: Path) -> Path:
+    """A file name next to ``path`` that does not exist yet: where to train a model when ``path`` holds something
+    else (a report, a sweep folder), which the retrain command must not overwrite."""
+    stem = path.stem or path.name or "iodiag"
+    new = path.with_name(f"{stem}-model.json")
+    n = 2
+    while new.exists() or new == path:
+        new = path.with_name(f"{stem}-model-{n}.json")
+        n += 1
+    return new
+
+
 def load_model(path: str | os.PathLike | None = None) -> "Model":
     """The shipped model (``path`` None) or the one at ``path``; ``ModelUnusable`` (with the retrain command) when
     the file is missing, not a model, untrained, of another schema or stale."""
     p = Path(path) if path is not None else SHIPPED_MODEL
     shipped = path is None
     how = _retrain(None if shipped else p)
+
+    def other() -> str:
+        """The hint for a file that is no model (another program's JSON, a folder, binary data): it is the user's,
+        so the command trains a model beside it instead of overwriting it (the shipped model's path is iodiag's)."""
+        if shipped:
+            return f"retrain it: {how}"
+        return f"{p} is left as it is; train a model into a new file: {_retrain(_new_model_path(p))}"
+
     try:
         text = p.read_text()
     except FileNotFoundError:
         raise ModelUnusable(f"no recommender model at {p}", hint=f"train one: {how}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ModelUnusable(f"recommender model {p} cannot be read: {exc}", hint=f"retrain it: {how}") from None
+        raise ModelUnusable(f"recommender model {p} cannot be read: {exc}", hint=other()) from None
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ModelUnusable(f"{p} is not a recommender model (not JSON: {exc})", hint=f"retrain it: {how}") from None
+        raise ModelUnusable(f"{p} is not a recommender model (not JSON: {exc})", hint=other()) from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("iodiag.recommend-model/"):
-        raise ModelUnusable(f"{p} is not a recommender model (no schema {MODEL_SCHEMA!r})", hint=f"train one: {how}")
+        raise ModelUnusable(f"{p} is not a recommender model (no schema {MODEL_SCHEMA!r})", hint=other())
     if data["schema"] != MODEL_SCHEMA:
         raise ModelUnusable(f"{p} is a model of schema {data['schema']!r}; this iodiag reads {MODEL_SCHEMA!r}",
                             hint=f"retrain it with this iodiag: {how}")

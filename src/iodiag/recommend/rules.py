@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
 from ..analyzers.detectors._common import pct
@@ -22,6 +23,27 @@ from ..config import Config
 from ..findings import Finding
 from .chunks import merge_plan, rechunk_plan
 from .recommendation import Change, Recommendation
+
+
+# ---------------------------------------------------------------------------------------------- I/O layers
+_HDF5_NAMES = (".h5", ".hdf5", ".he5")
+
+
+def _interface(f: Finding) -> tuple[str | None, str]:
+    """The layer a change to ``f``'s files must name: the top-most one the program calls (HDF5 or PnetCDF above
+    MPI-IO above POSIX/STDIO) among those its detector saw on the files (``facts["layers"]``).  A file named like
+    HDF5 counts as HDF5 when no HDF5 or PnetCDF module recorded it (Darshan before 3.2 has no HDF5 module); the
+    second item then says so.  (None, "") when the finding does not carry its layers."""
+    layers = f.facts.get("layers")
+    if layers is None:
+        return None, ""
+    for name in ("HDF5", "PnetCDF"):
+        if name in layers:
+            return name, ""
+    named = next((p for p in f.files if p.lower().endswith(_HDF5_NAMES)), None)
+    if named:
+        return "HDF5", f"{named.rsplit('/', 1)[-1]} by its name, as the log has no HDF5 module"
+    return next((x for x in ("MPI-IO", "POSIX", "STDIO") if x in layers), "POSIX"), ""
 
 
 # ---------------------------------------------------------------------------------------------- small-io
@@ -37,7 +59,8 @@ def _small_io(f: Finding, cfg: Config) -> str:
     n_small = int(ev["small_reads"] + ev["small_writes"])
     buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
     counters = dict(base=n_small, consec=ev["consecutive_ops_counter"], strided=ev["strided_ops_counter"],
-                    stride=ev["top_stride_gap_bytes"], what="gap between accesses")
+                    stride=ev["top_stride_gap_bytes"], what="gap between accesses",
+                    unasked=int(f.facts.get("unasked_small_reads", 0)))  # not the program's: not random either
     parts: dict[str, str] = {}
     if pat:
         trace = dict(base=pat["dxt_small_ops"], consec=pat["consecutive_ops"], strided=pat["strided_ops"],
@@ -48,6 +71,7 @@ def _small_io(f: Finding, cfg: Config) -> str:
         _small_parts(counters, ev, buf, parts, random=not pat)  # counters cannot tell re-reads from random ones
     lead = (f"(DXT kept {pat['dxt_small_ops']:,} of {n_small:,} small ops; the rest is from counters) "
             if pat and not pat.get("dxt_complete", True) else "")
+    parts = {**_small_io_layer_parts(f, n_small), **parts}
     if not parts:
         parts["random"] = f"{n_small:,} small ops show no sequential or strided pattern: aggregate them (MPI-IO " \
                           "collective buffering, a read cache, or larger chunks)"
@@ -79,10 +103,140 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
         parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again, typical "
                          "of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
                          "H5Pset_meta_block_size, or open the file once per process)")
-    rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0)
+    rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0) - n.get("unasked", 0)
     if random and rnd >= 0.2 * base and "random" not in parts:
         parts["random"] = (f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO "
                            "collective buffering, a read cache, or larger chunks)")
+
+
+def _small_io_layer_parts(f: Finding, n_small: int) -> dict[str, str]:
+    """What the counters of the layers above POSIX say about the small ops (the same change _small_io_setting
+    makes): reads the MPI-IO layer issues itself, or independent MPI-IO calls of processes sharing a file."""
+    x = f.facts
+    mp = x.get("mpiio")
+    if not mp:
+        return {}
+    u = int(x.get("unasked_small_reads", 0))
+    if u >= 0.2 * max(n_small, 1):
+        fix = _unasked_fix(f)
+        return {"unasked": f"{u:,} of the small ops are reads of files the program only writes through MPI-IO (it reads nothing "
+                           "from them through MPI-IO), so the MPI-IO layer issues them itself: " + (fix[0] if fix else
+                           "the writes are collective and the aggregators read the holes between the processes' pieces "
+                           "(read-modify-write): make the pieces of each collective write cover its range without holes")}
+    rw, many = _small_direction(f)
+    if x.get("max_ranks_per_file", 0) < 2 or not mp[f"{rw}s"]:
+        return {}
+    total, coll = mp[f"{rw}s"], mp[f"collective_{rw}s"]
+    if coll >= 0.5 * total:
+        return {"collective": f"{coll:,} of the {total:,} MPI-IO {rw}s on these files are collective already: enable "
+                              f"collective buffering for all of them (romio_cb_{rw}=enable) so the aggregators merge the "
+                              "processes' small pieces into large requests"}
+    return {"collective": f"{total - coll:,} of the {total:,} MPI-IO {rw}s on these files are independent calls of up to "
+                          f"{x['max_ranks_per_file']:,} processes sharing a file: make them collective "
+                          f"({_collective_call(f, rw).replace('; ', ' and ')}) so MPI-IO merges the processes' small "
+                          f"pieces into large requests (romio_cb_{rw}=enable)"}
+
+
+def _collective_call(f: Finding, rw: str) -> str:
+    return _COLLECTIVE_CALL.get(_interface(f)[0] or "", _COLLECTIVE_CALL["MPI-IO"])[rw]
+
+
+def _small_direction(f: Finding) -> tuple[str, int]:
+    """("read" or "write", how many): the direction most small ops go."""
+    r, w = int(f.evidence["small_reads"]), int(f.evidence["small_writes"])
+    return ("read", r) if r >= w else ("write", w)
+
+
+def _unasked_fix(f: Finding) -> tuple[str, dict[str, str]] | None:
+    """How to stop the MPI-IO layer reading the files the program only writes: (the advice, the MPI-IO hints);
+    None when no hint does it (collective writes off Lustre)."""
+    mp = f.facts["mpiio"]
+    if mp["collective_writes"] >= 0.5 * mp["writes"]:
+        if not f.facts.get("lustre"):
+            return None
+        return ("the writes are collective, and collective buffering reads each aggregator's range to fill the holes "
+                "between the processes' pieces (read-modify-write): on Lustre the hint romio_lustre_ds_in_coll=disable "
+                "turns that off (romio_ds_write covers independent writes only)", {"romio_lustre_ds_in_coll": "disable"})
+    return ("the writes are independent, and ROMIO's data sieving reads each range before writing it: set the hint "
+            "romio_ds_write=disable", {"romio_ds_write": "disable"})
+
+
+# the calls that make one layer's reads/writes collective
+_COLLECTIVE_CALL = {
+    "HDF5": {"read": "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE); H5Pset_all_coll_metadata_ops(fapl, 1)",
+             "write": "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE); H5Pset_coll_metadata_write(fapl, 1)"},
+    "PnetCDF": {"read": "ncmpi_get_vara_<type>_all instead of ncmpi_get_vara_<type>",
+                "write": "ncmpi_put_vara_<type>_all instead of ncmpi_put_vara_<type>"},
+    "MPI-IO": {"read": "MPI_File_read_at_all instead of MPI_File_read_at",
+               "write": "MPI_File_write_at_all instead of MPI_File_write_at"},
+}
+
+
+def _hint_changes(layer: str | None, hints: Mapping[str, str]) -> tuple[Change, ...]:
+    """MPI-IO hints as changes: a PnetCDF program passes them through PNETCDF_HINTS (PnetCDF hands MPI-IO hints on
+    to MPI-IO), any other as MPI_Info keys (config lines: MPI_Info_set, or a ROMIO_HINTS file)."""
+    if layer == "PnetCDF":
+        return (_pnetcdf_env(";".join(f"{k}={x}" for k, x in hints.items())),)
+    return tuple(Change("config", f"{k}={x}", k, x) for k, x in hints.items())
+
+
+def _pnetcdf_env(hints: str) -> Change:
+    """PNETCDF_HINTS with ``hints`` ("k=v;k=v") added to the hints already in it, so that two recommendations'
+    lines pasted one after the other both apply (PnetCDF skips the empty entry a leading ";" makes)."""
+    return Change("env", f'export PNETCDF_HINTS="$PNETCDF_HINTS;{hints}"', "PNETCDF_HINTS", hints)
+
+
+def _size_range(x: Mapping[str, Any]) -> str:
+    lo, hi = x["small_size"]
+    return f"mostly {fmt_bytes(lo) if lo else '0'}–{fmt_bytes(hi)}"
+
+
+def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
+    """The change for a HIGH small-io finding of a program that is not Python (Python's is a buffered open): at
+    the layer the program calls, from what the counters show.  MPI-IO under the files: reads the MPI-IO layer
+    issues itself are turned off (a hint), and independent calls of processes sharing a file become collective
+    (the layer's collective call, romio_cb_read/write).  Otherwise the requests grow to ``buffer_bytes``: an HDF5
+    chunk cache, a stdio buffer (setvbuf), or the program's own buffer.  None when nothing concrete applies."""
+    x = f.facts
+    if f.severity != "high" or x.get("python") or "layers" not in x:
+        return None
+    layer = _interface(f)[0]
+    rw, many = _small_direction(f)
+    seen = _size_range(x)
+    buf = int(x.get("buffer_bytes", cfg.small_io.buffer_bytes))
+    B = fmt_bytes(buf)
+    mp = x.get("mpiio")
+    n = int(f.evidence["small_reads"] + f.evidence["small_writes"])
+    if mp and x.get("unasked_small_reads", 0) >= 0.5 * n:
+        fix = _unasked_fix(f)
+        if fix is None:
+            return None
+        return Recommendation(id="read-modify-write", settings=dict(fix[1]), changes=_hint_changes(layer, fix[1]),
+                              title=f"Stop MPI-IO reading what it writes ({x['unasked_small_reads']:,} reads, {seen})")
+    if mp and x.get("max_ranks_per_file", 0) >= 2 and mp[f"{rw}s"]:
+        hints = {f"romio_cb_{rw}": "enable"}
+        calls = mp[f"collective_{rw}s"] < 0.5 * mp[f"{rw}s"]  # independent calls: no collective buffering yet
+        changes = ((Change("snippet", _collective_call(f, rw)),) if calls else ()) + \
+            _hint_changes(layer, hints)
+        return Recommendation(id="collective-io", settings={**hints, **({"collective_calls": True} if calls else {})},
+                              changes=changes, title=f"Merge {many:,} small {rw}s ({seen}) across processes with "
+                                                     f"collective MPI-IO" + (f" ({layer})" if layer else ""))
+    if layer == "HDF5":
+        return Recommendation(id="chunk-cache", settings={"chunk_cache_bytes": buf},
+                              title=f"Cache HDF5 chunks in {B} for {many:,} small {rw}s ({seen})",
+                              changes=(Change("snippet", f"H5Pset_chunk_cache(dapl, H5D_CHUNK_CACHE_NSLOTS_DEFAULT, {buf}, "
+                                                         "H5D_CHUNK_CACHE_W0_DEFAULT)"),))
+    if x.get("stdio_ops", 0) >= x.get("posix_ops", 1):  # these files are mostly read/written with fread/fwrite
+        code = f"setvbuf(fp, NULL, _IOFBF, {buf});  /* right after fopen */"
+    elif layer == "MPI-IO":
+        code = (f"MPI_File_{rw}_at(fh, offset, buf, {buf}, MPI_BYTE, &status);  /* one {B} {rw}; the small "
+                f"{rw}s {'come from' if rw == 'read' else 'go to'} buf */")
+    elif rw == "read":
+        code = f"pread(fd, buf, {buf}, offset);  /* one {B} read; the small reads come from buf */"
+    else:
+        code = f"write(fd, buf, {buf});  /* once {B} of small pieces are gathered in buf */"
+    return Recommendation(id="buffering", settings={"buffering": buf}, changes=(Change("snippet", code),),
+                          title=f"Issue {B} requests instead of {many:,} small {rw}s ({seen})")
 
 
 # ---------------------------------------------------------------------------------------------- metadata
@@ -161,8 +315,60 @@ def _random_access(f: Finding, cfg: Config) -> str:
 
 def _misaligned(f: Finding, cfg: Config) -> str:
     a = int(f.evidence["alignment_bytes"])
-    return (f"align request offsets and sizes to {fmt_bytes(a)} (HDF5: H5Pset_alignment(fapl, "
-            f"{a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a multiple of it; or pad records)")
+    A = fmt_bytes(a)
+    layer, via = _interface(f)
+    coll = f.facts.get("collective")  # MPI-IO collective calls on these files already
+    head = f"align request offsets and sizes to {A}"
+    if layer == "HDF5":
+        what = (f"call H5Pset_alignment(fapl, {a}, {a}) on the file access property list (every object of {A} or "
+                f"more then starts on a {A} boundary); choose dataset chunks whose size is a multiple of {A}")
+        if f.facts.get("written", True):
+            return f"{head}: the files are HDF5{' (' + via + ')' if via else ''}: {what}"
+        return (f"{head}: the files are HDF5{' (' + via + ')' if via else ''} and this job only reads them: in the "
+                f"program that writes them, {what}; or rewrite a copy once: {_h5repack(f, a)}")
+    if layer == "PnetCDF":
+        return (f"{head}: the files are written through PnetCDF: set its hints nc_var_align_size={a} and "
+                f"nc_record_align_size={a} (PNETCDF_HINTS, or the MPI_Info given to ncmpi_create) so the sections of "
+                f"fixed-size and of record variables start on {A} boundaries (PnetCDF does not align each record"
+                + ("" if coll else ": write records with the collective *_all calls so MPI-IO aggregates them into "
+                                   "whole blocks") + ")")
+    if layer == "MPI-IO":
+        lustre = " (on Lustre it also sets the stripe size of files it creates)" if f.evidence.get("lustre_stripe_bytes") else ""
+        calls = ("the collective calls' aggregators then access whole blocks" if coll else
+                 f"use collective calls (MPI_File_read_all/write_all) so the aggregators access whole {A} blocks")
+        return (f"{head}: the program does its I/O through MPI-IO: pass the hint striping_unit={a} in the MPI_Info "
+                f"of MPI_File_open{lustre}; {calls}; or pad records to a multiple of {A}")
+    if layer in ("POSIX", "STDIO"):
+        return (f"{head}: the program issues these requests itself ({layer}, no I/O library above it): make each "
+                f"request's size and file offset a multiple of {A} (a {A} buffer written whole, records padded to a "
+                f"multiple of {A})")
+    return (f"{head} (HDF5: H5Pset_alignment(fapl, {a}, {a}); MPI-IO: striping_unit={a} and cb_buffer_size a "
+            "multiple of it; or pad records)")
+
+
+def _h5repack(f: Finding, a: int) -> str:
+    """An aligned copy of the finding's top file (h5repack's -t/-a are H5Pset_alignment's threshold and alignment)."""
+    src = PurePosixPath(f.files[0] if f.files else "IN.h5")
+    return f"h5repack -t {a} -a {a} {src} {src.with_name(src.stem + '.aligned' + src.suffix)}"
+
+
+def _alignment_changes(f: Finding) -> tuple[Change, ...]:
+    """The change _misaligned describes, for the layer it names."""
+    a = int(f.evidence["alignment_bytes"])
+    layer, _ = _interface(f)
+    if layer == "HDF5":
+        return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"),) + (
+            () if f.facts.get("written", True) or not f.files else (Change("shell", _h5repack(f, a)),))
+    if layer == "PnetCDF":
+        return (_pnetcdf_env(f"nc_var_align_size={a};nc_record_align_size={a}"),
+                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}"); MPI_Info_set(info, '
+                                  f'"nc_record_align_size", "{a}");  /* the info of ncmpi_create */'))
+    if layer == "MPI-IO":
+        return (Change("config", f"striping_unit={a}", "striping_unit", a),)
+    if layer in ("POSIX", "STDIO"):
+        return (Change("snippet", f"n = (n + {a - 1}) / {a} * {a};  /* each request's size (and offset) in whole "
+                                  f"{fmt_bytes(a)} blocks */"),)
+    return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"), Change("config", f"striping_unit={a}", "striping_unit", a))
 
 
 _SHARE_ADVICE = {"dask": "load it once and share it (client.scatter, or .persist() the loaded array) instead of "
@@ -402,11 +608,13 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
             rec = Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
                                  settings={"buffering": buf},
                                  changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
+        elif f.id == "small-io":
+            rec = _small_io_setting(f, cfg)
         elif f.id == "misaligned":
             a = int(f.evidence["alignment_bytes"])
-            rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}", settings={"alignment": a},
-                                 changes=(Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"),
-                                          Change("config", f"striping_unit={a}", "striping_unit", a)))
+            layer = _interface(f)[0]
+            rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}" + (f" ({layer})" if layer else ""),
+                                 settings={"alignment": a}, changes=_alignment_changes(f))
         elif f.id == "rank-imbalance" and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
             top = f.facts["top_file"]
             folder = top.rsplit("/", 1)[0] or "."

@@ -1,4 +1,8 @@
-"""Traffic the application did not ask for: I/O libraries reading what they are about to write.
+"""The I/O layers a file went through, and traffic the application did not ask for.
+
+``file_layers``: which interfaces (HDF5, PnetCDF, MPI-IO, POSIX, STDIO) recorded a set of files, top-most first,
+so that advice names the layer the program itself calls (an HDF5 property, a PnetCDF hint, an MPI-IO hint, or the
+program's own requests) instead of a layer beneath it.
 
 ``read-modify-write``: MPI-IO (ROMIO) data sieving on writes, and partial-block writes of libraries layered
 on it, read a file region, patch it in memory and write it back.  The fingerprint in Darshan's counters: a
@@ -16,6 +20,26 @@ from ...findings import Finding
 from ...profile import OP, JobProfile
 from ..metrics import fmt_bytes, metrics_of, pcol
 from ._common import file_cost, finding, pct, top_files
+
+
+# the interfaces a program calls, top-most first, with the Darshan modules that record each (the order of
+# parallel._LEVELS: HDF5 and PnetCDF sit on MPI-IO, which sits on POSIX)
+INTERFACES = (("HDF5", ("H5F", "H5D")), ("PnetCDF", ("PNETCDF_FILE", "PNETCDF_VAR")), ("MPI-IO", ("MPI-IO",)),
+              ("POSIX", ("POSIX",)), ("STDIO", ("STDIO",)))
+
+
+def file_layers(profile: JobProfile, fids: np.ndarray) -> tuple[str, ...]:
+    """The interfaces with a record of any of these file ids, top-most first (e.g. ``("PnetCDF", "MPI-IO",
+    "POSIX")``).  A dataset (H5D) or variable (PNETCDF_VAR) record names its file by ``file_rec_id``."""
+    fids = np.asarray(fids)
+    out = []
+    for name, mods in INTERFACES:
+        for mod in mods:
+            t = profile.module(mod)
+            if t is not None and np.isin(t["file_rec_id"] if "file_rec_id" in t else t["file_id"], fids).any():
+                out.append(name)
+                break
+    return tuple(out)
 
 
 def rmw_files(profile: JobProfile, cfg: Config) -> np.ndarray:

@@ -15,10 +15,11 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile
-from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, merge_counts, metrics_of, mode_of, module_sums,
-                       ops_group_chunks, previous_rows, size_hist, small_bucket_count, std_file_ids)
+from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
+                       module_sums, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count, std_file_ids)
 from ..context import job_context
 from ._common import file_cost, finding, top_files, top_procs
+from .layers import file_layers
 
 
 def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
@@ -62,6 +63,40 @@ def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> 
     return dict(dxt_small_ops=n, consecutive_ops=n_consec, strided_ops=n_stride, stride_bytes=stride,
                 same_offset_ops=n_repeat, random_ops=n - n_consec - n_stride - n_repeat,
                 ops_in_consecutive_runs=before, requests_after_buffering=after)
+
+
+def _layer_facts(profile: JobProfile, fids: np.ndarray, small_reads_f: np.ndarray, hist: np.ndarray) -> dict:
+    """What the advice needs to name a change at the program's own layer, for the small-io files ``fids`` (sorted;
+    ``small_reads_f`` their small POSIX reads, ``hist`` the small ops per size bucket): the interfaces on them, the
+    commonest small size (bucket edges in bytes), whether they are on Lustre, the most processes sharing one of
+    them (collective I/O merges requests across processes, not the calls of one), their STDIO reads+writes, and
+    their MPI-IO calls: reads and writes, how many collective, and the small POSIX reads of files the program
+    writes through MPI-IO but never reads through it (reads the MPI-IO layer issues itself, e.g. the
+    read-modify-write of collective buffering)."""
+    j = int(np.argmax(hist))
+    m = metrics_of(profile)
+    ranks = m.file_ranks[isin(m.file_ids, fids)]
+    out = {"layers": file_layers(profile, fids), "small_size": (int(SIZE_BUCKETS[j - 1][1]) if j else 0, int(SIZE_BUCKETS[j][1])),
+           "lustre": bool(lustre_stripe(profile, fids)[1].any()), "max_ranks_per_file": int(ranks.max()) if len(ranks) else 0}
+    st = profile.module("STDIO")
+    if st is not None:  # stdio's own reads/writes never reach the POSIX counters (Darshan does not see libc's calls)
+        on = isin(st["file_id"], fids)
+        out["stdio_ops"] = int(pcol(profile, "STDIO", "STDIO_READS", "f8")[on].sum() + pcol(profile, "STDIO", "STDIO_WRITES", "f8")[on].sum())
+    mp = profile.module("MPI-IO")
+    if mp is None:
+        return out
+    pos = np.minimum(np.searchsorted(fids, mp["file_id"]), len(fids) - 1)
+    on = fids[pos] == mp["file_id"]
+    g = {k: group_sum(pos[on], pcol(profile, "MPI-IO", f"MPIIO_{k}", "f8")[on], len(fids))
+         for k in ("INDEP_READS", "COLL_READS", "NB_READS", "INDEP_WRITES", "COLL_WRITES", "NB_WRITES")}
+    reads = g["INDEP_READS"] + g["COLL_READS"] + g["NB_READS"]
+    writes = g["INDEP_WRITES"] + g["COLL_WRITES"] + g["NB_WRITES"]
+    if not (reads + writes).any():
+        return out
+    out["mpiio"] = {"reads": int(reads.sum()), "writes": int(writes.sum()), "collective_reads": int(g["COLL_READS"].sum()),
+                    "collective_writes": int(g["COLL_WRITES"].sum())}
+    out["unasked_small_reads"] = int(small_reads_f[(writes > 0) & (reads == 0)].sum())
+    return out
 
 
 def _may_hit(profile: JobProfile, cfg: Config) -> bool:
@@ -110,7 +145,9 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
     if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
         ev["array_file"] = top[0]
+    hist = size_hist(t, "POSIX_SIZE_READ_")[rows, :nb].sum(0) + size_hist(t, "POSIX_SIZE_WRITE_")[rows, :nb].sum(0)
+    facts = {"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes, "posix_ops": n_ops,
+             **_layer_facts(profile, fids[hit], group_sum(fidx, sr.astype("f8"), len(fids))[hit], hist)}
     return [finding(cfg, profile, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
-                    **file_cost(profile, fids, cost_f * hit), evidence=ev,
-                    facts={"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes},
+                    **file_cost(profile, fids, cost_f * hit), evidence=ev, facts=facts,
                     files=top, processes=top_procs(procs, cfg.report.top_processes))]

@@ -115,3 +115,28 @@ def test_while_reading_runs_once_in_the_parent_and_cannot_break_the_read():
     again = list(isolate.read_logs(logs, while_reading=boom))
     assert [r.error for r in again] == [None, None]
     assert len(again[1].data["mods"]["DXT_POSIX"]["segments"]) == len(out[1].data["mods"]["DXT_POSIX"]["segments"]) > 0
+
+
+def test_each_large_array_has_its_own_mapping(monkeypatch):
+    """An array the parent keeps must not keep the rest of the log's memory alive: every out-of-band array is
+    its own mapping, and small arrays (per-record columns) are ordinary in-band arrays."""
+    import mmap
+
+    import numpy as np
+
+    from iodiag.analyzers.readers import isolate
+
+    (res,) = list(isolate.read_logs([str(corpus_path(DXT_LOG))]))
+    mapped, small = [], []
+    for path, arr in _arrays(res.data):
+        base = arr
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        owner = base.obj if isinstance(base, memoryview) else base
+        if isinstance(owner, mmap.mmap):
+            mapped.append((path, owner))
+        elif arr.nbytes < isolate.OOB_MIN_BUFFER:
+            small.append(path)
+    assert len(mapped) >= 2, "the DXT segment blocks should have crossed out of band"
+    assert len({id(m) for _, m in mapped}) == len(mapped), "two arrays share one mapping"
+    assert "/mods/DXT_POSIX/rec_rank" in small and "/mods/DXT_POSIX/segments" in {p for p, _ in mapped}

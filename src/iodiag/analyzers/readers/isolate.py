@@ -58,8 +58,9 @@ def _send(fd: int, obj: Any, fdsock: Any = None) -> None:
 # Linux only (memfd_create, send_fds); elsewhere, and for small results, everything goes in band.
 
 _OOB = "__oob__"
-OOB_MIN_BYTES = 1 << 20  # below this, in band costs less than a memfd and a mapping
-_ALIGN = 64
+OOB_MIN_BYTES = 1 << 20  # below this in all, in band costs less than a memfd and mappings
+OOB_MIN_BUFFER = 64 << 10  # smaller arrays stay in band (a page and a mapping each would cost more)
+_PAGE = 4096
 
 
 def _oob_channel():
@@ -75,19 +76,28 @@ def _oob_channel():
 
 
 def _oob_payload(obj: Any, fdsock: Any) -> bytes | None:
-    """The message pickled with its large buffers in a memfd sent on ``fdsock``; None to send it in band."""
+    """The message pickled with its large buffers in a memfd sent on ``fdsock``; None to send it in band.
+
+    Each large buffer starts on its own page and the parent maps it on its own, so an array the parent keeps
+    (a small per-record column in its profile) keeps its own pages alive, not the whole log's."""
     bufs: list = []
-    meta = pickle.dumps(obj, protocol=5, buffer_callback=bufs.append)
+
+    def take(pb: pickle.PickleBuffer) -> bool:
+        if pb.raw().nbytes < OOB_MIN_BUFFER:
+            return True  # in band
+        bufs.append(pb)
+        return False
+
+    meta = pickle.dumps(obj, protocol=5, buffer_callback=take)
     views = [b.raw() for b in bufs]
-    total = sum(v.nbytes for v in views)
-    if total < OOB_MIN_BYTES:
+    if sum(v.nbytes for v in views) < OOB_MIN_BYTES:
         return None
     import socket
 
     layout, at = [], 0
     for v in views:
         layout.append((at, v.nbytes))
-        at += -(-v.nbytes // _ALIGN) * _ALIGN
+        at += -(-v.nbytes // _PAGE) * _PAGE
     try:
         mfd = os.memfd_create("iodiag-log", getattr(os, "MFD_CLOEXEC", 0))
     except OSError:
@@ -110,19 +120,22 @@ def _oob_load(msg: tuple, fdsock: Any) -> Any:
     import mmap
     import socket
 
-    _, meta, layout, size = msg
+    _, meta, layout, _size = msg
     fdsock.settimeout(30.0)  # sent before the message: already there
     _, fds, _, _ = socket.recv_fds(fdsock, 1, 1)
     if not fds:
         raise OSError("the reader sent a result without its memory descriptor")
+    views = []
     try:
-        # private and writable: the arrays behave as freshly allocated ones (a write copies that page only)
-        mm = mmap.mmap(fds[0], max(size, 1), flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        for off, n in layout:
+            # private and writable: the arrays behave as freshly allocated ones (a write copies that page only);
+            # one mapping per buffer, so each array's pages live as long as that array
+            mm = mmap.mmap(fds[0], n, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=off)
+            views.append(memoryview(mm))
     finally:
         for f in fds:
             os.close(f)
-    view = memoryview(mm)
-    return pickle.loads(meta, buffers=[view[off:off + n] for off, n in layout])
+    return pickle.loads(meta, buffers=views)
 
 
 def _child_setup() -> None:

@@ -9,7 +9,6 @@ from .common import atomic_write, build_profile_for, warm_allocator
 
 def _report(*, target, json_out, json_file, html, html_path, config_file, site_config, mute, log_tree, job, take_all, obfuscate, color) -> None:
     from ..config import load_config
-    from ..reports.json_report import render_json
     from ..service import diagnose_report, with_mutes
 
     warm_allocator()
@@ -17,6 +16,8 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, site_c
     prof, home = build_profile_for(target, log_tree=log_tree, pick=job, take_all=take_all, config=cfg, progress=not json_out,
                                    while_reading=lambda: _imports_for_later(terminal=not json_out))
     findings, report = diagnose_report(profile=prof, config=cfg, obfuscate=obfuscate, home=home)
+    from ..reports.json_report import render_json
+
     text = render_json(report)
     if json_file:
         atomic_write(json_file, text + "\n")
@@ -41,6 +42,7 @@ def _imports_for_later(*, terminal: bool) -> None:
     """The modules diagnosing and rendering will import, imported while the reader child decodes the log
     (~20 ms of imports that would otherwise follow the read)."""
     from ..recommend import engine, rules  # noqa: F401  (rules imports every detector)
+    from ..reports import json_report  # noqa: F401  (and the summary it computes)
     from ..recommend import features, model  # noqa: F401
 
     if terminal:

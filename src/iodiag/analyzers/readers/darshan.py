@@ -183,8 +183,20 @@ def _read_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
         total[live] += np.maximum(w[comps[live] + c * comp_words + sc], 0)
     total = np.minimum(total, nstripes)  # never past the ids the record holds
     first_ost = comps + np.maximum(ncomp, 0) * comp_words
-    ost_lists = w.tolist() if total.any() else []
-    osts = [",".join(map(str, ost_lists[o:o + t])) if t else "" for o, t in zip(first_ost.tolist(), total.tolist())]
+    # the ranks of a job share a few layouts (every rank's record of a shared file lists the same OSTs): each
+    # distinct list of ids is formatted once, looked up by its bytes
+    raw_ids = w.tobytes() if total.any() else b""
+    text_of: dict[bytes, str] = {}
+    osts = []
+    for o, t in zip(first_ost.tolist(), total.tolist()):
+        if not t:
+            osts.append("")
+            continue
+        key = raw_ids[8 * o:8 * (o + t)]
+        txt = text_of.get(key)
+        if txt is None:
+            txt = text_of[key] = ",".join(map(str, w[o:o + t].tolist()))
+        osts.append(txt)
     return {
         "file_id": w[at].view("u8").copy() if len(blocks) else np.zeros(0, "u8"),
         "rank": w[at + 1].copy() if len(blocks) else np.zeros(0, "i8"),

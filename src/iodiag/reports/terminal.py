@@ -198,7 +198,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         con.print(f"What to change ({active} recommendation{'s' if active != 1 else ''}; details: iodiag recommend "
                   f"{j['id']})" if active else "What to change: no setting recommended", style="bold")
         for text, style in recommendation_lines(recs, width=width - 1):
-            con.print(text, style=style, markup=False)
+            con.print(text, style=style, markup=False, soft_wrap=True)  # a long change line stays whole
 
     if report.get("modules") and width >= 100:  # ten columns: only where they fit
         con.print()

@@ -150,15 +150,28 @@ def _small_direction(f: Finding) -> tuple[str, int]:
 def _unasked_fix(f: Finding) -> tuple[str, dict[str, str]] | None:
     """How to stop the MPI-IO layer reading the files the program only writes: (the advice, the MPI-IO hints);
     None when no hint does it (collective writes off Lustre)."""
-    mp = f.facts["mpiio"]
+    return _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+
+
+def _rmw_fix(mp: Mapping[str, int], lustre: bool) -> tuple[str, dict[str, str]] | None:
+    """The ROMIO hint that turns off the reads of a read-modify-write, by how the files are written (MPI-IO
+    ``writes`` and ``collective_writes`` on them): ROMIO's data sieving hints (romio_ds_write) apply to independent
+    writes only; the read step of collective buffering is turned off by romio_lustre_ds_in_coll, on Lustre only
+    (ROMIO users guide, hints for Lustre).  None when no hint does it (collective writes off Lustre)."""
     if mp["collective_writes"] >= 0.5 * mp["writes"]:
-        if not f.facts.get("lustre"):
+        if not lustre:
             return None
         return ("the writes are collective, and collective buffering reads each aggregator's range to fill the holes "
                 "between the processes' pieces (read-modify-write): on Lustre the hint romio_lustre_ds_in_coll=disable "
                 "turns that off (romio_ds_write covers independent writes only)", {"romio_lustre_ds_in_coll": "disable"})
     return ("the writes are independent, and ROMIO's data sieving reads each range before writing it: set the hint "
             "romio_ds_write=disable", {"romio_ds_write": "disable"})
+
+
+_NO_RMW_HINT = ("the writes are collective, and collective buffering reads each aggregator's range to fill the holes "
+                "between the processes' pieces; off Lustre no ROMIO hint turns that read off (romio_ds_write covers "
+                "independent writes only): make the pieces of each collective write cover its range without holes "
+                "(each process's region adjacent to the next and aligned to the file-system block)")
 
 
 # the calls that make one layer's reads/writes collective
@@ -386,11 +399,14 @@ def _redundant_read(f: Finding, cfg: Config) -> str:
 
 
 def _read_modify_write(f: Finding, cfg: Config) -> str:
-    how = ("collective writes are used, so the aggregators sieve: align each rank's region to the stripe "
-           "(or set romio_ds_write=disable)" if f.facts.get("collective_writes") else
-           "set romio_ds_write=disable (ROMIO_HINTS file or MPI_Info), or write collectively "
-           "(MPI_File_write_all / H5FD_MPIO_COLLECTIVE) so aggregators write whole stripes")
-    return f"the MPI-IO layer reads regions before writing them (data sieving / partial blocks): {how}"
+    """The hint by how the files are written, collectively or not, and where (``_rmw_fix``)."""
+    fix = _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+    if fix is None:
+        how = _NO_RMW_HINT
+    else:
+        how = fix[0] + (" (in PNETCDF_HINTS, which PnetCDF hands on to MPI-IO)" if _interface(f)[0] == "PnetCDF" else
+                        " (in the MPI_Info given to the file's open, or a ROMIO_HINTS file)")
+    return f"the MPI-IO layer reads regions before writing them back (read-modify-write): {how}"
 
 
 # ---------------------------------------------------------------------------------------------- coverage

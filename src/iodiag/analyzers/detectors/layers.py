@@ -18,7 +18,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import fmt_bytes, metrics_of, pcol
+from ..metrics import files_column, fmt_bytes, lustre_stripe, metrics_of, pcol
 from ._common import file_cost, finding, pct, top_files
 
 
@@ -40,6 +40,12 @@ def file_layers(profile: JobProfile, fids: np.ndarray) -> tuple[str, ...]:
                 out.append(name)
                 break
     return tuple(out)
+
+
+def on_lustre(profile: JobProfile, fids: np.ndarray) -> bool:
+    """Whether any of these files is on Lustre: a LUSTRE record of it, or its mount's file-system type."""
+    fs, found = files_column(profile, np.asarray(fids), "fs_type")
+    return bool(lustre_stripe(profile, fids)[1].any() or any(str(v).lower() == "lustre" for v in fs[found].tolist()))
 
 
 def rmw_files(profile: JobProfile, cfg: Config) -> np.ndarray:
@@ -94,11 +100,16 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
     if len(profile.ops):
         pairs, reads = _dxt_pairs(profile, m.file_ids[hit])
         ev.update(dxt_reads_rewritten_same_extent=pairs, dxt_posix_reads=reads)
-    coll = float(pcol(profile, "MPI-IO", "MPIIO_COLL_WRITES", "f8")[upper].sum())
+    # which ROMIO step reads: data sieving of independent writes, or the collective buffering of collective ones
+    # (on Lustre its own hint turns it off); the advice picks the hint from these
+    writes = {k: int(pcol(profile, "MPI-IO", f"MPIIO_{k}_WRITES", "f8")[upper].sum()) for k in ("INDEP", "COLL", "NB")}
+    facts = {"mpiio": {"writes": sum(writes.values()), "collective_writes": writes["COLL"]},
+             "lustre": on_lustre(profile, m.file_ids[hit]), "layers": file_layers(profile, m.file_ids[hit])}
+    ev.update(mpiio_writes=facts["mpiio"]["writes"], mpiio_collective_writes=writes["COLL"])
     pair_txt = (f"; {pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
                 "are rewritten at the same offset and length" if ev.get("dxt_posix_reads") else "")
     return [finding(cfg, profile, "read-modify-write",
                     f"{fmt_bytes(br)} read back from {int(hit.sum())} file(s) the program only writes "
                     f"(MPI-IO read {fmt_bytes(ev['mpiio_bytes_read'])}){pair_txt}",
-                    **file_cost(profile, m.file_ids, cost_f), evidence=ev, facts={"collective_writes": bool(coll)},
+                    **file_cost(profile, m.file_ids, cost_f), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files))]

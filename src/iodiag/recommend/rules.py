@@ -252,6 +252,17 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
                           title=f"Issue {B} requests instead of {many:,} small {rw}s ({seen})")
 
 
+def _rmw_setting(f: Finding) -> Recommendation | None:
+    """The hint _read_modify_write names, as a change at the program's layer; None when no hint applies."""
+    fix = _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+    if fix is None:
+        return None
+    ev = f.evidence
+    return Recommendation(id="read-modify-write", settings=dict(fix[1]), changes=_hint_changes(_interface(f)[0], fix[1]),
+                          title=f"Stop MPI-IO reading what it writes ({int(ev['posix_reads']):,} reads, "
+                                f"{fmt_bytes(ev['posix_bytes_read'])} in all)")
+
+
 # ---------------------------------------------------------------------------------------------- metadata
 _KIND_ADVICE = {
     "python-import": "is Python importing modules (.py/.pyc/.so) from {fs}: install the "
@@ -402,11 +413,10 @@ def _read_modify_write(f: Finding, cfg: Config) -> str:
     """The hint by how the files are written, collectively or not, and where (``_rmw_fix``)."""
     fix = _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
     if fix is None:
-        how = _NO_RMW_HINT
-    else:
-        how = fix[0] + (" (in PNETCDF_HINTS, which PnetCDF hands on to MPI-IO)" if _interface(f)[0] == "PnetCDF" else
-                        " (in the MPI_Info given to the file's open, or a ROMIO_HINTS file)")
-    return f"the MPI-IO layer reads regions before writing them back (read-modify-write): {how}"
+        return f"the MPI-IO layer reads regions before writing them back (read-modify-write): {_NO_RMW_HINT}"
+    where = ("PNETCDF_HINTS (PnetCDF hands it on to MPI-IO)" if _interface(f)[0] == "PnetCDF" else
+             "the MPI_Info given to the file's open, or a ROMIO_HINTS file")
+    return f"the MPI-IO layer reads regions before writing them back: {fix[0]}; pass the hint in {where}"
 
 
 # ---------------------------------------------------------------------------------------------- coverage
@@ -626,6 +636,8 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
                                  changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
         elif f.id == "small-io":
             rec = _small_io_setting(f, cfg)
+        elif f.id == "read-modify-write":
+            rec = _rmw_setting(f)
         elif f.id == "misaligned":
             a = int(f.evidence["alignment_bytes"])
             layer = _interface(f)[0]

@@ -16,7 +16,7 @@ import pytest
 from conftest import corpus_path
 from iodiag.analyzers.load import load_job
 from iodiag.config import Config
-from iodiag.reports.advice import _CHANGE_HANG, _CHANGE_INDENT, change_label, shell_lines
+from iodiag.reports.advice import CHANGE_HANG, CHANGE_INDENT, change_label, shell_lines
 from iodiag.reports.json_report import render_json
 from iodiag.reports.terminal import render_terminal
 from iodiag.service import diagnose_report
@@ -53,8 +53,8 @@ def _pasted(text: str) -> list[tuple[str, list[str], str]]:
     while i < len(lines):
         line = lines[i]
         i += 1
-        label = line[len(_CHANGE_INDENT):].split(": ", 1)[0]
-        if not line.startswith(_CHANGE_INDENT) or line[len(_CHANGE_INDENT):len(_CHANGE_INDENT) + 1] == " " \
+        label = line[len(CHANGE_INDENT):].split(": ", 1)[0]
+        if not line.startswith(CHANGE_INDENT) or line[len(CHANGE_INDENT):len(CHANGE_INDENT) + 1] == " " \
                 or label not in labels:
             continue
         shown = [line]
@@ -108,9 +108,9 @@ def test_every_width_keeps_every_shell_command(name):
     for kind, text in _changes(_report(name)):
         if kind not in SHELL:
             continue
-        line = f"{_CHANGE_INDENT}{change_label(kind)}: {text}"
+        line = f"{CHANGE_INDENT}{change_label(kind)}: {text}"
         for width in range(30, 121, 7):
-            shown = shell_lines(line, width, _CHANGE_HANG)
+            shown = shell_lines(line, width, CHANGE_HANG)
             assert len(shown) == 1 or all(len(x) <= width for x in shown), (width, shown)
             assert all(x.endswith(" \\") for x in shown[:-1]) and not shown[-1].endswith(" \\")
             joined = " ".join([shown[0]] + [x.lstrip(" ") for x in shown[1:]]).replace(" \\ ", " ")

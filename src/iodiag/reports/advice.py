@@ -41,7 +41,7 @@ def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
         if kind == "rule" or len(text) <= width:  # the tree's rules keep their own layout
             out.append((text, style))
         elif kind in _SHELL_KINDS:
-            out += [(part, style) for part in shell_lines(text, width, _CHANGE_HANG)]
+            out += [(part, style) for part in shell_lines(text, width, CHANGE_HANG)]
         elif kind is not None:  # code or a config line: whole
             out.append((text, style))
         else:
@@ -54,8 +54,8 @@ def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
 
 
 _SHELL_KINDS = ("env", "shell", "arg")  # change kinds whose text is a shell command line
-_CHANGE_INDENT = "      "
-_CHANGE_HANG = _CHANGE_INDENT + "  "  # continuation lines of a change
+CHANGE_INDENT = "      "
+CHANGE_HANG = CHANGE_INDENT + "  "  # continuation lines of a change
 
 
 def change_label(kind: str) -> str:
@@ -129,7 +129,7 @@ def _lines(recs: Sequence[dict[str, Any]], *, full: bool) -> list[tuple[str, str
         src = "trained tree" if r.get("source") == "tree" else "rules"
         lines.append((f"{i:>2}. {r['title']}", "bold", None))
         for c in r.get("changes") or []:
-            lines.append((f"{_CHANGE_INDENT}{change_label(c['kind'])}: {c['text']}", None, c["kind"]))
+            lines.append((f"{CHANGE_INDENT}{change_label(c['kind'])}: {c['text']}", None, c["kind"]))
         lines.append((f"      gain: {gain_text(r)}", None, None))
         who = f"; addresses {', '.join(r['addresses'])}" if r.get("addresses") else ""
         lines.append((f"      from {src}, on {r.get('based_on') or 'measured features'}{who}", "dim", None))

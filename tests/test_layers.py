@@ -30,7 +30,15 @@ def test_data_sieving_writes_are_read_modify_write_not_redundant_reads():
     ev = rmw.evidence
     assert ev["posix_bytes_read"] == pytest.approx(25_876_229_792) and ev["mpiio_bytes_read"] == 0
     assert ev["dxt_reads_rewritten_same_extent"] == 1580 and ev["dxt_posix_reads"] == 1602
-    assert "romio_ds_write=disable" in rmw.recommendation and "Dask" not in rmw.recommendation
+    # every MPI-IO write of the file is collective, on GPFS (no LUSTRE record): the reads are collective
+    # buffering's, which romio_ds_write (independent I/O only) does not touch and romio_lustre_ds_in_coll (Lustre
+    # only) cannot reach; the advice names no hint that would not apply
+    mp = prof.module("MPI-IO")
+    assert ev["mpiio_collective_writes"] == ev["mpiio_writes"] == mp["MPIIO_COLL_WRITES"].sum() > 0
+    assert mp["MPIIO_INDEP_WRITES"].sum() == 0 and prof.module("LUSTRE") is None
+    assert "romio_ds_write=disable" not in rmw.recommendation and "romio_lustre_ds_in_coll" not in rmw.recommendation
+    assert "collective buffering" in rmw.recommendation and "without holes" in rmw.recommendation
+    assert "Dask" not in rmw.recommendation
     assert 0 < rmw.est_cost_s < prof.job.runtime_s and rmw.severity in ("medium", "high")
 
 

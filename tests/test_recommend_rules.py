@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from conftest import corpus_path, run_cli
@@ -157,25 +158,74 @@ def _mpiio_by_file(prof) -> dict[int, tuple[float, float, float]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def test_pnetcdf_job_small_reads_of_its_own_writes_get_the_collective_rmw_hint():
+def _unasked_reads(prof) -> tuple[list[int], float]:
+    """(file ids, POSIX reads of them): files written through MPI-IO and never read through it, from the counters."""
+    px = prof.module("POSIX")
+    fids = [fid for fid, (r, w, _) in _mpiio_by_file(prof).items() if w > 0 and r == 0]
+    return fids, sum(float(px["POSIX_READS"][px["file_id"] == fid].clip(0).sum()) for fid in fids)
+
+
+def test_pnetcdf_job_reads_of_its_own_writes_are_read_modify_write_with_the_collective_lustre_hint():
+    """E3SM writes its two output files collectively through PnetCDF on Lustre and never reads them through
+    MPI-IO; POSIX reads them 306,537 times for 0 bytes (collective buffering reading the holes past the end of
+    the file).  read-modify-write owns those reads: costed from their time, told the Lustre collective hint, and
+    no longer counted by small-io or misaligned."""
+    from iodiag.analyzers.metrics import metrics_of
+    from iodiag.analyzers.timemodel import wall_cost_of_files
+
     prof, found, recs = _advised(E3SM)
+    fids, n = _unasked_reads(prof)
+    assert n >= Config().access.rmw_min_reads and prof.module("LUSTRE") is not None
+    mp = prof.module("MPI-IO")
+    assert mp["MPIIO_COLL_WRITES"].sum() > mp["MPIIO_INDEP_WRITES"].sum()
+    rmw = found["read-modify-write"]
+    assert rmw.evidence["posix_reads"] == n and rmw.evidence["posix_bytes_read"] < Config().access.rmw_min_bytes
+    # the cost: the time of those reads (the time model's wall share of them), within the run
+    m = metrics_of(prof)
+    on = np.isin(m.file_ids, fids)
+    assert rmw.evidence["cost_process_s"] == pytest.approx(float(m.file_stats["read_s"][on].sum()), rel=1e-6)
+    wall = wall_cost_of_files(prof, m.file_ids, np.where(on, m.file_stats["read_s"], 0.0))
+    assert rmw.est_cost_s == pytest.approx(wall, rel=1e-6) and 0 < rmw.est_cost_s <= prof.job.runtime_s
+    assert rmw.severity == "high"
+    # the hint for collective writes on Lustre, through PNETCDF_HINTS; not the independent-I/O one
+    assert "romio_lustre_ds_in_coll=disable" in rmw.recommendation and "PNETCDF_HINTS" in rmw.recommendation
+    assert "romio_ds_write=disable" not in rmw.recommendation
+    rec = recs["read-modify-write"]
+    assert rec.addresses == ("read-modify-write",) and rec.settings == {"romio_lustre_ds_in_coll": "disable"}
+    (env,) = rec.changes  # a PnetCDF program: the MPI-IO hint goes through PNETCDF_HINTS
+    assert env.kind == "env" and env.name == "PNETCDF_HINTS" and env.value == "romio_lustre_ds_in_coll=disable"
+    assert f"{int(n):,} reads" in rec.title
+    # counted once: small-io has only the program's own small reads left (of the input file), misaligned no
+    # read time of the output files
+    small = found["small-io"]
+    assert small.evidence["small_reads"] + small.evidence["small_writes"] < 0.05 * n
+    assert not set(small.files) & set(rmw.files) and small.severity in ("info", "low")
+    assert found["misaligned"].evidence["cost_process_s"] < 0.5 * rmw.evidence["cost_process_s"]
+
+
+def test_pnetcdf_job_below_the_read_count_keeps_the_rmw_hint_under_small_io():
+    """With ``rmw_min_reads`` above E3SM's read count, or ``rmw_min_read_s`` above their time (its 0 bytes are
+    below ``rmw_min_bytes``), there is no read-modify-write finding, and small-io counts those reads as ones the
+    MPI-IO layer issued itself, with the same collective Lustre hint."""
+    slow = replace(Config(), access=replace(Config().access, rmw_min_read_s=1e9))  # nor when they took less time
+    assert "read-modify-write" not in _advised(E3SM, slow)[1]
+    cfg = replace(Config(), access=replace(Config().access, rmw_min_reads=10_000_000))
+    prof, found, recs = _advised(E3SM, cfg)
+    assert "read-modify-write" not in found
     small = found["small-io"]
     assert small.severity == "high" and not small.facts["python"]
     # the premise, from the counters: files written through MPI-IO and never read through it, that POSIX reads
     # in small pieces (the MPI-IO layer's own reads), on Lustre, written collectively
     px = prof.module("POSIX")
     unasked = 0.0
-    for fid, (r, w, _) in _mpiio_by_file(prof).items():
-        if w > 0 and r == 0:
-            on = px["file_id"] == fid
-            unasked += sum(float(px[f"POSIX_SIZE_READ_{b}"][on].clip(0).sum()) for b in SMALL_BUCKETS)
+    for fid in _unasked_reads(prof)[0]:
+        on = px["file_id"] == fid
+        unasked += sum(float(px[f"POSIX_SIZE_READ_{b}"][on].clip(0).sum()) for b in SMALL_BUCKETS)
     assert unasked >= 0.5 * (small.evidence["small_reads"] + small.evidence["small_writes"])
-    assert prof.module("LUSTRE") is not None
-    assert prof.module("MPI-IO")["MPIIO_COLL_WRITES"].sum() > prof.module("MPI-IO")["MPIIO_INDEP_WRITES"].sum()
     rec = _small_change(recs)
     assert rec is not None and rec.id == "read-modify-write" and rec.addresses == ("small-io",)
     assert rec.settings == {"romio_lustre_ds_in_coll": "disable"} and f"{int(unasked):,} reads" in rec.title
-    (env,) = rec.changes  # a PnetCDF program: the MPI-IO hint goes through PNETCDF_HINTS
+    (env,) = rec.changes
     assert env.kind == "env" and env.name == "PNETCDF_HINTS" and env.value == "romio_lustre_ds_in_coll=disable"
     assert "romio_lustre_ds_in_coll=disable" in small.recommendation  # the finding says the same
 

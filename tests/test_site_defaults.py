@@ -30,6 +30,7 @@ SWEEPS = REPO / "docs" / "site-defaults" / "sweeps"
 READ = SWEEPS / "read-chunks.csv"
 CONVERT = [SWEEPS / f"convert-compressor-rep{i}.csv" for i in (1, 2, 3)]
 SMALL_IO_LOG = "dxt-explorer/sample/jeanbez_8_benchmark_parallel_id45195555_8-6-50011-11681279140261054765_1628283217.darshan"
+E3SM_LOG = "darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan"  # E3SM: PnetCDF, 512 ranks
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS}")
 
 
@@ -203,6 +204,24 @@ def test_site_config_changes_a_users_report(tmp_path):
     assert m["severity"] == "medium" and "Site advice (Cluster A):" in m["recommendation"]
     text = run_cli("report", log, "--no-color", env=env).stdout.decode()
     assert "Site advice (Cluster A): use /scratch/big" in " ".join(text.split())  # wherever the lines wrap
+
+
+def test_site_advice_after_long_advice_reaches_the_terminal(tmp_path):
+    """Site advice is appended after the rules' text; where that text has three or more '; '-parts (E3SM's
+    rank-imbalance: aggregators, the file's striping, the share per process) the terminal still shows every
+    part and the site's advice after them, at 80 columns."""
+    log = str(corpus_path(E3SM_LOG))
+    site = tmp_path / "site.toml"
+    site.write_text('[site]\nname = "Cluster B"\n\n[site.advice]\n'
+                    '"rank-imbalance" = "ask the I/O team for a striping review; see docs.example.org/stripes"\n')
+    env = {"IODIAG_SITE_CONFIG": str(site), "COLUMNS": "80"}
+    rep = json.loads(run_cli("report", log, "--json", env=env).stdout)
+    advice = {f["id"]: f for f in rep["findings"]}["rank-imbalance"]["recommendation"]
+    rules_text, site_text = advice.split(" Site advice (Cluster B): ")
+    assert len(rules_text.split("; ")) >= 3, "the rules' advice has fewer than 3 parts now: pick another finding"
+    assert site_text == "ask the I/O team for a striping review; see docs.example.org/stripes"
+    shown = " ".join(run_cli("report", log, "--no-color", env=env).stdout.decode().split())  # wherever lines wrap
+    assert " ".join(advice.split()) in shown and "more in --json/--html" not in shown
 
 
 # -- bad input: one clear error each ----------------------------------------------------------------------------

@@ -79,7 +79,9 @@ class Access:
     redundant_min_bytes: int = 1024 * 1024  # ignore re-reads of files smaller than this
     # read-modify-write: POSIX reads of a file the layer above (MPI-IO) writes but reads at most this share of
     rmw_upper_read_share: float = 0.01
-    rmw_min_bytes: int = 1024 * 1024  # ... once the file system was asked for at least this many bytes
+    rmw_min_bytes: int = 1024 * 1024  # ... once the file system was asked for at least this many bytes,
+    rmw_min_reads: int = 1000  # ... or for this many reads (reads past the end of a file being written return 0 B)
+    rmw_min_read_s: float = 1.0  # ... taking at least this many process-seconds
     parallel_fs: tuple[str, ...] = ("lustre", "gpfs", "dvs", "beegfs", "panfs", "nfs", "cephfs", "wekafs")
 
 

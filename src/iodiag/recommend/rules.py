@@ -150,15 +150,28 @@ def _small_direction(f: Finding) -> tuple[str, int]:
 def _unasked_fix(f: Finding) -> tuple[str, dict[str, str]] | None:
     """How to stop the MPI-IO layer reading the files the program only writes: (the advice, the MPI-IO hints);
     None when no hint does it (collective writes off Lustre)."""
-    mp = f.facts["mpiio"]
+    return _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+
+
+def _rmw_fix(mp: Mapping[str, int], lustre: bool) -> tuple[str, dict[str, str]] | None:
+    """The ROMIO hint that turns off the reads of a read-modify-write, by how the files are written (MPI-IO
+    ``writes`` and ``collective_writes`` on them): ROMIO's data sieving hints (romio_ds_write) apply to independent
+    writes only; the read step of collective buffering is turned off by romio_lustre_ds_in_coll, on Lustre only
+    (ROMIO users guide, hints for Lustre).  None when no hint does it (collective writes off Lustre)."""
     if mp["collective_writes"] >= 0.5 * mp["writes"]:
-        if not f.facts.get("lustre"):
+        if not lustre:
             return None
         return ("the writes are collective, and collective buffering reads each aggregator's range to fill the holes "
                 "between the processes' pieces (read-modify-write): on Lustre the hint romio_lustre_ds_in_coll=disable "
                 "turns that off (romio_ds_write covers independent writes only)", {"romio_lustre_ds_in_coll": "disable"})
     return ("the writes are independent, and ROMIO's data sieving reads each range before writing it: set the hint "
             "romio_ds_write=disable", {"romio_ds_write": "disable"})
+
+
+_NO_RMW_HINT = ("the writes are collective, and collective buffering reads each aggregator's range to fill the holes "
+                "between the processes' pieces; off Lustre no ROMIO hint turns that read off (romio_ds_write covers "
+                "independent writes only): make the pieces of each collective write cover its range without holes "
+                "(each process's region adjacent to the next and aligned to the file-system block)")
 
 
 # the calls that make one layer's reads/writes collective
@@ -237,6 +250,17 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
         code = f"write(fd, buf, {buf});  /* once {B} of small pieces are gathered in buf */"
     return Recommendation(id="buffering", settings={"buffering": buf}, changes=(Change("snippet", code),),
                           title=f"Issue {B} requests instead of {many:,} small {rw}s ({seen})")
+
+
+def _rmw_setting(f: Finding) -> Recommendation | None:
+    """The hint _read_modify_write names, as a change at the program's layer; None when no hint applies."""
+    fix = _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+    if fix is None:
+        return None
+    ev = f.evidence
+    return Recommendation(id="read-modify-write", settings=dict(fix[1]), changes=_hint_changes(_interface(f)[0], fix[1]),
+                          title=f"Stop MPI-IO reading what it writes ({int(ev['posix_reads']):,} reads, "
+                                f"{fmt_bytes(ev['posix_bytes_read'])} in all)")
 
 
 # ---------------------------------------------------------------------------------------------- metadata
@@ -386,11 +410,13 @@ def _redundant_read(f: Finding, cfg: Config) -> str:
 
 
 def _read_modify_write(f: Finding, cfg: Config) -> str:
-    how = ("collective writes are used, so the aggregators sieve: align each rank's region to the stripe "
-           "(or set romio_ds_write=disable)" if f.facts.get("collective_writes") else
-           "set romio_ds_write=disable (ROMIO_HINTS file or MPI_Info), or write collectively "
-           "(MPI_File_write_all / H5FD_MPIO_COLLECTIVE) so aggregators write whole stripes")
-    return f"the MPI-IO layer reads regions before writing them (data sieving / partial blocks): {how}"
+    """The hint by how the files are written, collectively or not, and where (``_rmw_fix``)."""
+    fix = _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+    if fix is None:
+        return f"the MPI-IO layer reads regions before writing them back (read-modify-write): {_NO_RMW_HINT}"
+    where = ("PNETCDF_HINTS (PnetCDF hands it on to MPI-IO)" if _interface(f)[0] == "PnetCDF" else
+             "the MPI_Info given to the file's open, or a ROMIO_HINTS file")
+    return f"the MPI-IO layer reads regions before writing them back: {fix[0]}; pass the hint in {where}"
 
 
 # ---------------------------------------------------------------------------------------------- coverage
@@ -610,6 +636,8 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
                                  changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
         elif f.id == "small-io":
             rec = _small_io_setting(f, cfg)
+        elif f.id == "read-modify-write":
+            rec = _rmw_setting(f)
         elif f.id == "misaligned":
             a = int(f.evidence["alignment_bytes"])
             layer = _interface(f)[0]

@@ -26,44 +26,122 @@ def gain_text(r: dict[str, Any]) -> str:
 
 def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
                          width: int = 100) -> list[tuple[str, str | None]]:
-    """(text, style) lines of the recommendations, best first, wrapped to ``width`` under their own indent;
-    the model's abstention last."""
+    """(text, style) lines of the recommendations, best first, the prose wrapped to ``width`` under its own
+    indent; the model's abstention last.
+
+    A change's text is what the user pastes, so it is never wrapped like prose (a wrapped ``export`` or path is a
+    different command): a shell line (env, shell, arg) longer than ``width`` is broken between its arguments with
+    a trailing backslash (``shell_lines``), and code, config lines and shell lines that cannot be broken so stay
+    one line longer than ``width``.  Print the lines with ``soft_wrap=True``: the terminal then folds a long line
+    itself, and copying it gives it back whole."""
     import textwrap
 
     out: list[tuple[str, str | None]] = []
-    for text, style in _lines(recs, full=full):
-        if text.startswith("        ") or len(text) <= width:  # the tree's rules keep their own layout
+    for text, style, kind in _lines(recs, full=full):
+        if kind == "rule" or len(text) <= width:  # the tree's rules keep their own layout
             out.append((text, style))
-            continue
-        lead = len(text) - len(text.lstrip())
-        hang = " " * (lead + (4 if text.lstrip()[:1].isdigit() else 2))
-        for i, part in enumerate(textwrap.wrap(text.strip(), width=width, initial_indent=" " * lead,
-                                               subsequent_indent=hang, break_on_hyphens=False,
-                                               break_long_words=False)):
-            out.append((part, style))
+        elif kind in _SHELL_KINDS:
+            out += [(part, style) for part in shell_lines(text, width, CHANGE_HANG)]
+        elif kind is not None:  # code or a config line: whole
+            out.append((text, style))
+        else:
+            lead = len(text) - len(text.lstrip())
+            hang = " " * (lead + (4 if text.lstrip()[:1].isdigit() else 2))
+            out += [(part, style) for part in textwrap.wrap(text.strip(), width=width, initial_indent=" " * lead,
+                                                            subsequent_indent=hang, break_on_hyphens=False,
+                                                            break_long_words=False)]
     return out
 
 
-def _lines(recs: Sequence[dict[str, Any]], *, full: bool) -> list[tuple[str, str | None]]:
-    lines: list[tuple[str, str | None]] = []
+_SHELL_KINDS = ("env", "shell", "arg")  # change kinds whose text is a shell command line
+CHANGE_INDENT = "      "
+CHANGE_HANG = CHANGE_INDENT + "  "  # continuation lines of a change
+
+
+def change_label(kind: str) -> str:
+    """The word in front of a change's text ("env", "code", ...): ``"<indent><label>: <text>"`` is its line."""
+    return _KIND_LABEL.get(kind, kind)
+
+
+def shell_lines(line: str, width: int, hang: str) -> list[str]:
+    """A line holding a label and a shell command (``"      env: export A=1"``) as lines of at most ``width``
+    characters, broken only where the shell allows: at a single space between two arguments, outside quotes and
+    before any comment, the line ending in `` \\`` and the next one starting with ``hang`` (or a shorter indent
+    when a long argument then fits).  The shell joins such lines back into the one command (the backslash-newline
+    is removed and the indent separates the arguments as the space did).  The line unchanged when it fits, or
+    when one argument is too long to fit a line by itself (the terminal then folds it; a break inside an argument
+    would change the command)."""
+    if len(line) <= width:
+        return [line]
+    head = line.index(": ") + 2 if ": " in line else len(line) - len(line.lstrip())
+    cuts = [head + i for i in _shell_breaks(line[head:])]
+    for n in range(len(hang), 1, -2):
+        out = _broken(line, cuts, width, " " * n)
+        if out:
+            return out
+    return [line]
+
+
+def _broken(line: str, cuts: list[int], width: int, hang: str) -> list[str] | None:
+    """``line`` broken greedily at the spaces ``cuts``, continued under ``hang``; None when a piece is too long."""
+    def piece(a: int, b: int) -> str:  # the text from cut a (0: the line's start) to cut b
+        return line[:b] if a == 0 else hang + line[a + 1:b]
+
+    out, start = [], 0
+    while len(piece(start, len(line))) > width:
+        fit = [b for b in cuts if b > start and len(piece(start, b)) + 2 <= width]
+        if not fit:
+            return None
+        out.append(piece(start, fit[-1]) + " \\")
+        start = fit[-1]
+    return out + [piece(start, len(line))]
+
+
+def _shell_breaks(cmd: str) -> list[int]:
+    """Indices of the spaces in shell command ``cmd`` where a line may end with a backslash: single spaces
+    between two words, outside quotes and escapes, before a comment (a backslash in a comment continues
+    nothing)."""
+    out: list[int] = []
+    quote, escaped = "", False
+    for i, ch in enumerate(cmd):
+        if escaped:
+            escaped = False
+        elif quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "#" and (i == 0 or cmd[i - 1] in " \t"):
+            break
+        elif ch == " " and 0 < i < len(cmd) - 1 and cmd[i - 1] != " " and cmd[i + 1] not in " #":
+            out.append(i)
+    return out
+
+
+def _lines(recs: Sequence[dict[str, Any]], *, full: bool) -> list[tuple[str, str | None, str | None]]:
+    """(text, style, kind) lines: kind is a change's kind, "rule" for the tree's rules, None for prose."""
+    lines: list[tuple[str, str | None, str | None]] = []
     active = [r for r in recs if r.get("abstain") is None]
     for i, r in enumerate(active, 1):
         src = "trained tree" if r.get("source") == "tree" else "rules"
-        lines.append((f"{i:>2}. {r['title']}", "bold"))
+        lines.append((f"{i:>2}. {r['title']}", "bold", None))
         for c in r.get("changes") or []:
-            lines.append((f"      {_KIND_LABEL.get(c['kind'], c['kind'])}: {c['text']}", None))
-        lines.append((f"      gain: {gain_text(r)}", None))
+            lines.append((f"{CHANGE_INDENT}{change_label(c['kind'])}: {c['text']}", None, c["kind"]))
+        lines.append((f"      gain: {gain_text(r)}", None, None))
         who = f"; addresses {', '.join(r['addresses'])}" if r.get("addresses") else ""
-        lines.append((f"      from {src}, on {r.get('based_on') or 'measured features'}{who}", "dim"))
+        lines.append((f"      from {src}, on {r.get('based_on') or 'measured features'}{who}", "dim", None))
         if full:
             for n in r.get("notes") or []:
-                lines.append((f"      note: {n}", "dim"))
+                lines.append((f"      note: {n}", "dim", None))
             if r.get("rules"):
-                lines.append(("      the tree's rules (▶ this job's path):", "dim"))
-                lines += [(f"        {x}", None) for x in r["rules"]]
+                lines.append(("      the tree's rules (▶ this job's path):", "dim", None))
+                lines += [(f"        {x}", None, "rule") for x in r["rules"]]
     for r in recs:
         if r.get("abstain") is not None:
-            lines.append((f"  model: no advice — {r['abstain']}", "dim"))
+            lines.append((f"  model: no advice — {r['abstain']}", "dim", None))
     return lines
 
 
@@ -89,7 +167,7 @@ def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings
     active = [r for r in recs if r.get("abstain") is None]
     con.print("What to change" if active else "Nothing to change: no rule or model recommends a setting", style="bold")
     for text, style in recommendation_lines(recs, full=True, width=width - 1):
-        con.print(text, style=style, markup=False)
+        con.print(text, style=style, markup=False, soft_wrap=True)  # a long change line stays whole
     if active:
         con.print()
         if any(c["kind"] in ("arg", "env") for c in active[0].get("changes") or []):

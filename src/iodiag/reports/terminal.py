@@ -49,14 +49,6 @@ def _evidence(ev: dict[str, Any], limit: int = 4) -> str:
     return "; ".join(parts) + more
 
 
-def _advice(text: str, keep: int = 2) -> str:
-    """The first ``keep`` parts of a recommendation (its parts are separated by '; '); the rest in --json/--html."""
-    parts = [p for p in text.split("; ") if p]
-    if len(parts) <= keep:
-        return text
-    return "; ".join(parts[:keep]) + f" (+{len(parts) - keep} more in --json/--html)"
-
-
 def _secs(x: float) -> str:
     if x >= 3600:
         return f"{x / 3600:.1f} h"
@@ -183,7 +175,8 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
                           + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim", markup=False)
             if f.get("processes"):
                 con.print("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim")
-            con.print(f"      → {_advice(f['recommendation'])}", markup=False)
+            # all of it: a part left out is advice the user never reads (site advice comes last)
+            con.print(f"      → {f['recommendation']}", markup=False)
     elif v["reads"] + v["writes"] + v["opens"] == 0:
         con.print("No I/O recorded in this job.", style="bold")
     else:
@@ -198,7 +191,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         con.print(f"What to change ({active} recommendation{'s' if active != 1 else ''}; details: iodiag recommend "
                   f"{j['id']})" if active else "What to change: no setting recommended", style="bold")
         for text, style in recommendation_lines(recs, width=width - 1):
-            con.print(text, style=style, markup=False)
+            con.print(text, style=style, markup=False, soft_wrap=True)  # a long change line stays whole
 
     if report.get("modules") and width >= 100:  # ten columns: only where they fit
         con.print()

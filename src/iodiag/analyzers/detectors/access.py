@@ -17,7 +17,7 @@ from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stri
                        module_sums, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
 from ._common import file_cost, finding, pct, top_files
 from ..context import job_context
-from .layers import file_layers, rmw_files
+from .layers import file_layers, rmw_files, rmw_ids
 
 
 def _per_file(profile: JobProfile, names: list[str], fidx, n) -> list[np.ndarray]:
@@ -109,7 +109,11 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     # a LUSTRE record proves a parallel file system even when an obfuscated name hides the mount
     parallel = on_parallel_fs(profile, fids, c.parallel_fs)
     ops = r + w
-    mean = (br + bw) / np.maximum(ops, 1)
+    # the reads of a read-modify-write are the MPI-IO layer's (that finding costs them): the mean request and
+    # the time are the program's own; the counter of misaligned requests does not split reads from writes
+    own = ~isin(fids, rmw_ids(profile, cfg))
+    mean = (br * own + bw) / np.maximum(r * own + w, 1)
+    rt = rt * own
     # small requests are always misaligned; small-io owns them
     hit = parallel & (na >= c.min_ops) & (na >= c.alignment_share * np.maximum(ops, 1)) & (mean >= cfg.small_io.size_bytes)
     if not hit.any():

@@ -4,10 +4,11 @@
 so that advice names the layer the program itself calls (an HDF5 property, a PnetCDF hint, an MPI-IO hint, or the
 program's own requests) instead of a layer beneath it.
 
-``read-modify-write``: MPI-IO (ROMIO) data sieving on writes, and partial-block writes of libraries layered
-on it, read a file region, patch it in memory and write it back.  The fingerprint in Darshan's counters: a
-file the application writes through MPI-IO while reading (almost) nothing through MPI-IO, yet whose POSIX
-record reads many bytes.  With DXT, each such read is followed by a write of the same process at the same
+``read-modify-write``: MPI-IO (ROMIO) data sieving on independent writes, the read step of collective buffering
+on collective ones, and partial-block writes of libraries layered on it, read a file region, patch it in memory
+and write it back.  The fingerprint in Darshan's counters: a file the application writes through MPI-IO while
+reading (almost) nothing through MPI-IO, yet whose POSIX record reads many bytes, or reads many times (reads
+of the holes past the end of a file being written return 0 bytes and still cost a request each).  With DXT, each such read is followed by a write of the same process at the same
 offset and length, which is counted as evidence.  The cost is the POSIX read time on those files.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import fmt_bytes, metrics_of, pcol
+from ..metrics import files_column, fmt_bytes, lustre_stripe, memo, metrics_of, pcol
 from ._common import file_cost, finding, pct, top_files
 
 
@@ -42,23 +43,49 @@ def file_layers(profile: JobProfile, fids: np.ndarray) -> tuple[str, ...]:
     return tuple(out)
 
 
+def on_lustre(profile: JobProfile, fids: np.ndarray) -> bool:
+    """Whether any of these files is on Lustre: a LUSTRE record of it, or its mount's file-system type."""
+    fs, found = files_column(profile, np.asarray(fids), "fs_type")
+    return bool(lustre_stripe(profile, fids)[1].any() or any(str(v).lower() == "lustre" for v in fs[found].tolist()))
+
+
 def rmw_files(profile: JobProfile, cfg: Config) -> np.ndarray:
-    """Mask over ``metrics.file_ids``: files whose POSIX reads the layer above did not request (written through
-    MPI-IO, read through MPI-IO at most ``rmw_upper_read_share`` of the POSIX bytes read)."""
+    """Mask over ``metrics.file_ids``: files whose POSIX reads the layer above did not request: written through
+    MPI-IO, read through MPI-IO at most ``rmw_upper_read_share`` of the POSIX bytes read, and read through POSIX
+    either ``rmw_min_bytes`` or more, or ``rmw_min_reads`` times or more taking ``rmw_min_read_s`` (reads of the
+    holes beyond the end of a file being written return nothing, yet each is a request; MPI-IO then issued at
+    most the same share of the reads).  Other detectors leave these reads to read-modify-write."""
+    c = cfg.access
+    key = ("rmw_files", c.rmw_upper_read_share, c.rmw_min_bytes, c.rmw_min_reads, c.rmw_min_read_s)
+    d = memo(profile)  # four detectors ask
+    if key not in d:
+        d[key] = _rmw_files(profile, c)
+        d[key].setflags(write=False)
+    return d[key]
+
+
+def _rmw_files(profile: JobProfile, c) -> np.ndarray:
     m = metrics_of(profile)
     mp = profile.module("MPI-IO")
     out = np.zeros(len(m.file_ids), bool)
     if mp is None or not len(m.file_ids):
         return out
-    c = cfg.access
     pos = np.searchsorted(m.file_ids, mp["file_id"])
     ok = (pos < len(m.file_ids)) & (m.file_ids[np.minimum(pos, len(m.file_ids) - 1)] == mp["file_id"])
-    up_r = np.zeros(len(m.file_ids))
-    up_w = np.zeros(len(m.file_ids))
-    np.add.at(up_r, pos[ok], pcol(profile, "MPI-IO", "MPIIO_BYTES_READ", "f8")[ok])
-    np.add.at(up_w, pos[ok], pcol(profile, "MPI-IO", "MPIIO_BYTES_WRITTEN", "f8")[ok])
-    br = m.file_stats["bytes_read"]
-    return (up_w > 0) & (br >= c.rmw_min_bytes) & (up_r <= c.rmw_upper_read_share * br) & (m.file_stats["writes"] > 0)
+    up = {k: np.zeros(len(m.file_ids)) for k in ("r", "w", "ops")}
+    np.add.at(up["r"], pos[ok], pcol(profile, "MPI-IO", "MPIIO_BYTES_READ", "f8")[ok])
+    np.add.at(up["w"], pos[ok], pcol(profile, "MPI-IO", "MPIIO_BYTES_WRITTEN", "f8")[ok])
+    for k in ("INDEP_READS", "COLL_READS", "NB_READS"):
+        np.add.at(up["ops"], pos[ok], pcol(profile, "MPI-IO", f"MPIIO_{k}", "f8")[ok])
+    fs = m.file_stats
+    br, reads = fs["bytes_read"], fs["reads"]
+    many = (reads >= c.rmw_min_reads) & (fs["read_s"] >= c.rmw_min_read_s) & (up["ops"] <= c.rmw_upper_read_share * reads)
+    return (up["w"] > 0) & (up["r"] <= c.rmw_upper_read_share * br) & ((br >= c.rmw_min_bytes) | many) & (fs["writes"] > 0)
+
+
+def rmw_ids(profile: JobProfile, cfg: Config) -> np.ndarray:
+    """The file ids of ``rmw_files``."""
+    return metrics_of(profile).file_ids[rmw_files(profile, cfg)]
 
 
 def _dxt_pairs(profile: JobProfile, fids: np.ndarray) -> tuple[int, int]:
@@ -94,11 +121,18 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
     if len(profile.ops):
         pairs, reads = _dxt_pairs(profile, m.file_ids[hit])
         ev.update(dxt_reads_rewritten_same_extent=pairs, dxt_posix_reads=reads)
-    coll = float(pcol(profile, "MPI-IO", "MPIIO_COLL_WRITES", "f8")[upper].sum())
+    # which ROMIO step reads: data sieving of independent writes, or the collective buffering of collective ones
+    # (on Lustre its own hint turns it off); the advice picks the hint from these
+    writes = {k: int(pcol(profile, "MPI-IO", f"MPIIO_{k}_WRITES", "f8")[upper].sum()) for k in ("INDEP", "COLL", "NB")}
+    facts = {"mpiio": {"writes": sum(writes.values()), "collective_writes": writes["COLL"]},
+             "lustre": on_lustre(profile, m.file_ids[hit]), "layers": file_layers(profile, m.file_ids[hit])}
+    ev.update(mpiio_writes=facts["mpiio"]["writes"], mpiio_collective_writes=writes["COLL"])
     pair_txt = (f"; {pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
                 "are rewritten at the same offset and length" if ev.get("dxt_posix_reads") else "")
+    n = int(hit.sum())
+    what = (f"{fmt_bytes(br)} read back from {n} file(s)" if br >= cfg.access.rmw_min_bytes else
+            f"{ev['posix_reads']:,} POSIX reads ({fmt_bytes(br)} returned) of {n} file(s)")
     return [finding(cfg, profile, "read-modify-write",
-                    f"{fmt_bytes(br)} read back from {int(hit.sum())} file(s) the program only writes "
-                    f"(MPI-IO read {fmt_bytes(ev['mpiio_bytes_read'])}){pair_txt}",
-                    **file_cost(profile, m.file_ids, cost_f), evidence=ev, facts={"collective_writes": bool(coll)},
+                    f"{what} the program only writes (MPI-IO read {fmt_bytes(ev['mpiio_bytes_read'])}){pair_txt}",
+                    **file_cost(profile, m.file_ids, cost_f), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files))]

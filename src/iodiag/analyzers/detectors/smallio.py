@@ -14,20 +14,25 @@ import numpy as np
 
 from ...config import Config
 from ...findings import Finding
-from ...profile import JobProfile
+from ...profile import OP, JobProfile
 from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
                        module_sums, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count, std_file_ids)
 from ..context import job_context
 from ._common import file_cost, finding, top_files, top_procs
-from .layers import file_layers
+from .layers import file_layers, rmw_ids
 
 
-def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int) -> dict:
+def _dxt_pattern(profile: JobProfile, fids: np.ndarray, size: int, buf: int, not_read: np.ndarray) -> dict:
     n = n_consec = n_repeat = before = after = 0
     steps: dict[int, int] = {}
     open_len, open_bytes = 0, 0.0  # the run of consecutive ops still open at the end of the previous batch
+
+    def small(t):  # the program's small ops: not the reads of files in ``not_read`` (read-modify-write's)
+        keep = (t["length"] < size) & isin(t["file_id"], fids)
+        return keep & ~((t["op"] == OP["read"]) & isin(t["file_id"], not_read)) if len(not_read) else keep
+
     # batches of the sorted small ops (bounded memory); a run or a group may continue into the next batch
-    for t, same, prev in ops_group_chunks(profile, lambda t: (t["length"] < size) & isin(t["file_id"], fids)):
+    for t, same, prev in ops_group_chunks(profile, small):
         off, ln = t["offset"], t["length"]
         p_off, p_ln = previous_rows(t, prev, "offset"), previous_rows(t, prev, "length")
         consec = same & (off == p_off + p_ln)
@@ -118,6 +123,11 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     sr = size_hist(t, "POSIX_SIZE_READ_")[:, :nb].sum(1)
     sw = size_hist(t, "POSIX_SIZE_WRITE_")[:, :nb].sum(1)
     rt, wt = t["POSIX_F_READ_TIME"].clip(0), t["POSIX_F_WRITE_TIME"].clip(0)
+    # the reads of a read-modify-write are the MPI-IO layer's, costed by that finding: not the program's small ops
+    rmw = rmw_ids(profile, cfg)
+    theirs = isin(t["file_id"], rmw) if len(rmw) else np.zeros(len(t), bool)
+    if len(rmw):
+        reads, sr, rt = np.where(theirs, 0, reads), np.where(theirs, 0, sr), np.where(theirs, 0.0, rt)
     cost_row = rt * sr / np.maximum(reads, 1) + wt * sw / np.maximum(writes, 1)
     fids, fidx = np.unique(t["file_id"], return_inverse=True)
     small_f = group_sum(fidx, (sr + sw).astype("f8"), len(fids))
@@ -130,14 +140,14 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     rows = hit[fidx]
     cost_f = group_sum(fidx, cost_row, len(fids))
     n_small, n_ops = int((sr + sw)[rows].sum()), int((reads + writes)[rows].sum())
-    consec = (t["POSIX_CONSEC_READS"].clip(0) + t["POSIX_CONSEC_WRITES"].clip(0))[rows].sum()
+    consec = (np.where(theirs, 0, t["POSIX_CONSEC_READS"].clip(0)) + t["POSIX_CONSEC_WRITES"].clip(0))[rows].sum()
     strides = sum(t[f"POSIX_STRIDE{i}_COUNT"].clip(0)[rows].sum() for i in range(1, 5))
     s1 = t["POSIX_STRIDE1_STRIDE"][rows]
     ev = {"small_threshold_bytes": edge, "small_reads": int(sr[rows].sum()), "small_writes": int(sw[rows].sum()),
           "small_share_of_ops": n_small / max(n_ops, 1), "files_with_small_io": int(hit.sum()),
           "consecutive_ops_counter": int(consec), "strided_ops_counter": int(strides),
           "top_stride_gap_bytes": int(s1[np.argmax(t["POSIX_STRIDE1_COUNT"][rows])]) if rows.any() else 0}
-    pat = _dxt_pattern(profile, fids[hit], edge, c.buffer_bytes) if len(profile.ops) else {}
+    pat = _dxt_pattern(profile, fids[hit], edge, c.buffer_bytes, rmw) if len(profile.ops) else {}
     if pat:
         pat["dxt_complete"] = m.dxt_complete  # a partial trace is a sample: its counts are lower bounds
     ev.update(pat)
@@ -145,7 +155,7 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
     if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
         ev["array_file"] = top[0]
-    hist = size_hist(t, "POSIX_SIZE_READ_")[rows, :nb].sum(0) + size_hist(t, "POSIX_SIZE_WRITE_")[rows, :nb].sum(0)
+    hist = size_hist(t, "POSIX_SIZE_READ_")[rows & ~theirs, :nb].sum(0) + size_hist(t, "POSIX_SIZE_WRITE_")[rows, :nb].sum(0)
     facts = {"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes, "posix_ops": n_ops,
              **_layer_facts(profile, fids[hit], group_sum(fidx, sr.astype("f8"), len(fids))[hit], hist)}
     return [finding(cfg, profile, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",

@@ -296,3 +296,28 @@ def test_job_features_of_a_recorded_conversion(convert_job, monkeypatch):
     g = job_features(prof, params={})
     assert g["based_on"] == BASED_ON_MEASURED and (g["workload"], g["pattern"]) == ("convert", "conversion")
     assert g["layout"] == "step" and g["n_chunks"] == 1024
+
+
+def test_shipped_model_is_stale_when_its_table_was_edited_later(tmp_path, monkeypatch):
+    """The shipped model is checked against its training table only when the table is newer than the model
+    (no hashing, no OpenSSL import, on every report); an edited table then makes the model stale, while both
+    files as written by one checkout (either order, within a second) load without a hash."""
+    import os
+
+    from iodiag.recommend import model as M
+
+    mdl, tab = tmp_path / "model.json", tmp_path / "training.csv"
+    shutil.copy(T.SHIPPED_MODEL, mdl)
+    shutil.copy(T.SHIPPED_TABLE, tab)
+    monkeypatch.setattr(M, "SHIPPED_MODEL", mdl)
+    monkeypatch.setattr(M, "SHIPPED_TABLE", tab)
+    t = mdl.stat().st_mtime
+    os.utime(tab, (t + 0.5, t + 0.5))  # same checkout
+    assert load_model(None).path == mdl
+    with tab.open("a") as fh:
+        fh.write("\n")
+    os.utime(tab, (t + 0.5, t + 0.5))
+    assert load_model(None).path == mdl  # not looked at: written with the model
+    os.utime(tab, (t + 60, t + 60))  # edited a minute after the model was built
+    with pytest.raises(ModelUnusable, match="stale"):
+        load_model(None)

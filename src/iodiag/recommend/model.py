@@ -96,12 +96,17 @@ def load_model(path: str | os.PathLike | None = None) -> "Model":
         raise ModelUnusable(f"{p} is damaged ({exc})", hint=f"retrain it: {how}") from None
 
 
+_SAME_WRITE_S = 2.0  # a checkout or an install writes both files within this of each other
+
+
 def _table_newer(model_path: Path) -> bool:
     """Whether the shipped training table may have changed after the model was built: only then is it hashed
     (hashing means importing OpenSSL's hashlib, ~4 ms of every report's start-up, for a file that an installed
-    package never changes; a test rebuilds the shipped model from the table bit for bit)."""
+    package never changes; a test rebuilds the shipped model from the table bit for bit).  Files written by one
+    checkout or install land within a fraction of a second of each other, in either order: only a table edited
+    later than that counts."""
     try:
-        return SHIPPED_TABLE.stat().st_mtime_ns > Path(model_path).stat().st_mtime_ns
+        return SHIPPED_TABLE.stat().st_mtime > Path(model_path).stat().st_mtime + _SAME_WRITE_S
     except OSError:
         return False
 

@@ -49,7 +49,7 @@ ADMIN_ACTIONS = {
     "no-collective-io": "Make collective MPI-IO the default in the site's MPI-IO hints (romio_cb_write/romio_cb_read = enable) and document it.",
     "weak-scaling-loss": "Help these users check how their I/O scales with ranks (shared-file striping, aggregators).",
     "no-io": "Nothing to change: these jobs did no file I/O that Darshan saw.",
-    "read-modify-write": "Recommend aligned, full-block writes (MPI-IO data sieving off for writes, aligned HDF5 chunks).",
+    "read-modify-write": "Recommend aligned, full-block writes (independent MPI-IO writes: data sieving off; collective writes on Lustre: romio_lustre_ds_in_coll=disable; aligned HDF5 chunks).",
     "task-overhead": "Recommend larger Dask chunks (around 100 MB) so task overhead does not dominate.",
 }
 

@@ -281,3 +281,13 @@ def test_small_io_change_is_for_high_findings_and_python_keeps_its_buffered_open
     assert found["small-io"].facts["python"]
     rec = _small_change(recs)
     assert rec.id == "buffering" and rec.changes[0].text.startswith("open(path, ")
+
+
+def test_buffering_snippet_opens_in_the_direction_that_runs_consecutively():
+    """The 64-byte benchmark writes 300,003 consecutive pieces and reads 300,000 strided ones: the buffer helps the
+    writes, so the snippet opens for writing (it said 'rb' when it went by the counts of small ops alone)."""
+    rel = "generated/tight-64B-pwrite-pread-dxt-full/0_python_id2035-2035_11-22-83087-1216503035641033982_1.darshan"
+    _, findings, recs = _advised(rel)
+    small = findings["small-io"]
+    assert small.facts["consecutive_writes"] > small.facts["consecutive_reads"]
+    assert recs["buffering"].changes[0].text.startswith("open(path, 'wb', buffering=")

@@ -630,7 +630,11 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
         elif f.id == "small-io" and f.facts.get("python") and f.evidence.get("consecutive_ops_counter", 0) >= \
                 0.2 * max(f.evidence["small_reads"] + f.evidence["small_writes"], 1):
             buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
-            mode = "wb" if f.evidence["small_writes"] > f.evidence["small_reads"] else "rb"
+            # the direction whose small requests run consecutively is the one a buffer merges (Darshan's
+            # CONSEC counters); by count only when the counters do not tell
+            cr, cw = f.facts.get("consecutive_reads", 0), f.facts.get("consecutive_writes", 0)
+            writes = cw > cr if cr != cw else f.evidence["small_writes"] > f.evidence["small_reads"]
+            mode = "wb" if writes else "rb"
             rec = Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
                                  settings={"buffering": buf},
                                  changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))

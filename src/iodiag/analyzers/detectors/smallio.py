@@ -140,7 +140,9 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     rows = hit[fidx]
     cost_f = group_sum(fidx, cost_row, len(fids))
     n_small, n_ops = int((sr + sw)[rows].sum()), int((reads + writes)[rows].sum())
-    consec = (np.where(theirs, 0, t["POSIX_CONSEC_READS"].clip(0)) + t["POSIX_CONSEC_WRITES"].clip(0))[rows].sum()
+    consec_r = int(np.where(theirs, 0, t["POSIX_CONSEC_READS"].clip(0))[rows].sum())
+    consec_w = int(t["POSIX_CONSEC_WRITES"].clip(0)[rows].sum())
+    consec = consec_r + consec_w
     strides = sum(t[f"POSIX_STRIDE{i}_COUNT"].clip(0)[rows].sum() for i in range(1, 5))
     s1 = t["POSIX_STRIDE1_STRIDE"][rows]
     ev = {"small_threshold_bytes": edge, "small_reads": int(sr[rows].sum()), "small_writes": int(sw[rows].sum()),
@@ -157,6 +159,7 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
         ev["array_file"] = top[0]
     hist = size_hist(t, "POSIX_SIZE_READ_")[rows & ~theirs, :nb].sum(0) + size_hist(t, "POSIX_SIZE_WRITE_")[rows, :nb].sum(0)
     facts = {"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes, "posix_ops": n_ops,
+             "consecutive_reads": consec_r, "consecutive_writes": consec_w,
              **_layer_facts(profile, fids[hit], group_sum(fidx, sr.astype("f8"), len(fids))[hit], hist)}
     return [finding(cfg, profile, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
                     **file_cost(profile, fids, cost_f * hit), evidence=ev, facts=facts,

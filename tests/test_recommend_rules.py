@@ -291,3 +291,12 @@ def test_buffering_snippet_opens_in_the_direction_that_runs_consecutively():
     small = findings["small-io"]
     assert small.facts["consecutive_writes"] > small.facts["consecutive_reads"]
     assert recs["buffering"].changes[0].text.startswith("open(path, 'wb', buffering=")
+
+
+def test_re_reads_without_hdf5_get_no_hdf5_advice():
+    """mpi-io-test re-reading one byte at offset 0 (no HDF5 or NetCDF in the log) is told to keep the bytes in
+    memory, not to tune an HDF5 metadata cache it does not have."""
+    _, findings, _ = _advised("darshan-logs/darshan_logs/partial_data_dxt/partial_data_dxt.darshan")
+    text = findings["small-io"].recommendation
+    assert "re-access the offset of the previous op" in text and "keep them in memory" in text
+    assert "H5Pset" not in text and "HDF5" not in text

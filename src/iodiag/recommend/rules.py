@@ -54,7 +54,8 @@ _PATTERN_KEYS = ("dxt_small_ops", "consecutive_ops", "strided_ops", "stride_byte
 def _small_io(f: Finding, cfg: Config) -> str:
     """Advice per pattern; from the DXT trace when there is one, and from the counters for what a partial
     trace did not see (e.g. reads issued after the trace buffer filled)."""
-    ev = {**f.evidence, "_python": bool(f.facts.get("python"))}
+    ev = {**f.evidence, "_python": bool(f.facts.get("python")), "_array": _interface(f)[0] in ("HDF5", "PnetCDF")
+          or bool(f.evidence.get("array_file"))}
     pat = {k: ev[k] for k in _PATTERN_KEYS if k in ev} if "dxt_small_ops" in ev else {}
     n_small = int(ev["small_reads"] + ev["small_writes"])
     buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
@@ -100,9 +101,14 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
                                  f"variable, so each step is a separate request; {how} or rechunk the file "
                                  "(nccopy -c / h5repack -l)")
     if n.get("same", 0) >= 0.2 * base and "same" not in parts:
-        parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again, typical "
-                         "of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
-                         "H5Pset_meta_block_size, or open the file once per process)")
+        if ev.get("_array"):
+            parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again, "
+                             "typical of HDF5/NetCDF metadata lookups): cache them (larger HDF5 metadata cache, "
+                             "H5Pset_meta_block_size, or open the file once per process)")
+        else:  # no HDF5/NetCDF on these files: the program itself reads the same bytes again
+            parts["same"] = (f"{n['same']:,} small ops re-access the offset of the previous op (the same bytes again): "
+                             "read them once and keep them in memory, or seek less (one read of the whole record "
+                             "instead of a read per field)")
     rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0) - n.get("unasked", 0)
     if random and rnd >= 0.2 * base and "random" not in parts:
         parts["random"] = (f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO "

@@ -19,8 +19,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding
 from ...profile import OP, JobProfile
-from ..metrics import files_column, fmt_bytes, lustre_stripe, memo, metrics_of, pcol
-from ._common import file_cost, finding, pct, top_files
+from ..metrics import files_column, fmt_bytes, group_sum, lustre_stripe, memo, metrics_of, pcol
+from ._common import file_cost, finding, pct, top_files, top_procs
 
 
 # the interfaces a program calls, top-most first, with the Darshan modules that record each (the order of
@@ -132,7 +132,13 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
     n = int(hit.sum())
     what = (f"{fmt_bytes(br)} read back from {n} file(s)" if br >= cfg.access.rmw_min_bytes else
             f"{ev['posix_reads']:,} POSIX reads ({fmt_bytes(br)} returned) of {n} file(s)")
+    # the processes whose POSIX reads of those files took longest (the aggregators, for collective buffering);
+    # records Darshan reduced over all ranks (no single process) are left out
+    px = profile.module("POSIX")
+    rows = np.isin(px["file_id"], m.file_ids[hit]) & (px["proc"] >= 0)
+    read_s = group_sum(px["proc"][rows], pcol(profile, "POSIX", "POSIX_F_READ_TIME", "f8")[rows].clip(0), m.nprocs)
     return [finding(cfg, profile, "read-modify-write",
                     f"{what} the program only writes (MPI-IO read {fmt_bytes(ev['mpiio_bytes_read'])}){pair_txt}",
                     **file_cost(profile, m.file_ids, cost_f), evidence=ev, facts=facts,
-                    files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files))]
+                    files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files),
+                    processes=top_procs(read_s, cfg.report.top_processes))]

@@ -2,7 +2,7 @@
 corpus logs of different kinds (one heavy rank of 496; 2,048 ranks with 85 stragglers on one OST; HDF5 over
 MPI-IO with ROMIO read-modify-write).
 
-A change to the report shows up here as a diff to read, not as a silent drift. After an intended change,
+The reports are those `iodiag report` prints, "What to change" included.  A change to the report shows up here as a diff to read, not as a silent drift. After an intended change,
 regenerate with:  IODIAG_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_snapshots.py
 and read the diff of tests/snapshots/ before committing it.
 """
@@ -15,10 +15,11 @@ import os
 import pytest
 
 from conftest import CORPUS, corpus_path
-from iodiag.recommend.rules import diagnose_with_advice as diagnose
 from iodiag.analyzers.load import load_job
-from iodiag.reports.json_report import build_report, render_json
+from iodiag.config import Config
+from iodiag.reports.json_report import render_json
 from iodiag.reports.terminal import render_terminal
+from iodiag.service import diagnose_report
 
 HERE = os.path.join(os.path.dirname(__file__), "snapshots")
 LOGS = {
@@ -30,8 +31,12 @@ LOGS = {
 
 
 def _report(name):
+    """The report as `iodiag report` builds it, "What to change" included (through the service layer; the
+    model's self-description is left out: it changes with every retraining and is snapshotted nowhere)."""
     prof = load_job([str(corpus_path(LOGS[name]))])
-    rep = build_report(prof, diagnose(prof))
+    _, rep = diagnose_report(profile=prof, config=Config(), home=None)
+    for rec in rep.get("recommendations") or []:
+        rec.pop("notes", None)
     text = render_json(rep)
     return json.loads(text.replace(str(CORPUS), "<corpus>"))
 

@@ -99,8 +99,8 @@ def _broken(line: str, cuts: list[int], width: int, hang: str) -> list[str] | No
 
 def _shell_breaks(cmd: str) -> list[int]:
     """Indices of the spaces in shell command ``cmd`` where a line may end with a backslash: single spaces
-    between two words, outside quotes and escapes, before a comment (a backslash in a comment continues
-    nothing)."""
+    between two words, outside quotes and escapes, and the space before a trailing comment (which then starts
+    the next line); none inside the comment (a backslash in a comment continues nothing)."""
     out: list[int] = []
     quote, escaped = "", False
     for i, ch in enumerate(cmd):
@@ -115,6 +115,8 @@ def _shell_breaks(cmd: str) -> list[int]:
         elif ch in "'\"`":
             quote = ch
         elif ch == "#" and (i == 0 or cmd[i - 1] in " \t"):
+            if i > 1 and cmd[i - 1] == " ":  # the comment may start the next line (after the continuation)
+                out.append(i - 1)
             break
         elif ch == " " and 0 < i < len(cmd) - 1 and cmd[i - 1] != " " and cmd[i + 1] not in " #":
             out.append(i)

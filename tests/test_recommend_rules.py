@@ -300,3 +300,14 @@ def test_re_reads_without_hdf5_get_no_hdf5_advice():
     text = findings["small-io"].recommendation
     assert "re-access the offset of the previous op" in text and "keep them in memory" in text
     assert "H5Pset" not in text and "HDF5" not in text
+
+
+def test_striping_change_never_sets_the_layout_of_a_file_system_root():
+    """The imbalanced-io log's anonymized paths put the file straight under the Lustre mount point: a default
+    layout on /lus/theta-fs0 would change everyone's new files, so the change stripes a new copy of the file."""
+    prof, _, recs = _advised("darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan")
+    (cmd,) = [c.text for c in recs["striping"].changes]
+    mounts = {m.rstrip("/") for m in prof.files["mount"].tolist() if m}
+    target = cmd.split("#")[0].split()[-1]
+    assert cmd.startswith("lfs setstripe -c 8 ") and target.rstrip("/") not in mounts
+    assert target.endswith(".striped")

@@ -615,6 +615,14 @@ def diagnose_with_advice(profile, config: Config | None = None) -> list[Finding]
 
 
 # ---------------------------------------------------------------------------------------------- settings
+def _mount_points(profile) -> set[str]:
+    """The mount points of the job's files (without a trailing slash)."""
+    files = getattr(profile, "files", None)
+    if files is None or "mount" not in files:
+        return set()
+    return {str(m).rstrip("/") for m in files["mount"].tolist() if m}
+
+
 def rule_recommendations(profile, findings: Sequence[Finding], config: Config | None = None,
                          params: Mapping[str, Any] | None = None) -> list[Recommendation]:
     """The findings whose fix is one concrete setting, as Recommendations (most costly finding first).
@@ -656,9 +664,14 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
         elif f.id == "rank-imbalance" and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
             top = f.facts["top_file"]
             folder = top.rsplit("/", 1)[0] or "."
+            if folder.rstrip("/") in _mount_points(profile):
+                # the file sits at the root of its file system (anonymized logs drop the folders): a default
+                # layout there would apply to everyone's new files, so the change is made on the file itself
+                cmd = f"lfs setstripe -c 8 {top}.striped  # empty file over 8 OSTs: cp the original into it, then mv"
+            else:
+                cmd = f"lfs setstripe -c 8 {folder}  # new files in it; copy {top} to restripe it"
             rec = Recommendation(id="striping", title="Stripe the shared files over 8 OSTs", settings={"stripe_count": 8},
-                                 changes=(Change("shell", f"lfs setstripe -c 8 {folder}  # new files in it; "
-                                                          f"copy {top} to restripe it"),))
+                                 changes=(Change("shell", cmd),))
         if rec is None or rec.id in seen:
             continue
         seen.add(rec.id)

@@ -140,3 +140,29 @@ def test_each_large_array_has_its_own_mapping(monkeypatch):
     assert len(mapped) >= 2, "the DXT segment blocks should have crossed out of band"
     assert len({id(m) for _, m in mapped}) == len(mapped), "two arrays share one mapping"
     assert "/mods/DXT_POSIX/rec_rank" in small and "/mods/DXT_POSIX/segments" in {p for p, _ in mapped}
+
+
+def test_a_result_that_cannot_be_mapped_is_that_logs_error(monkeypatch):
+    """If the parent cannot map a log's result (no memory, a lost descriptor), that log gets an error naming the
+    cause and the next log is still read, from its own memory (checked against a second reading)."""
+    import numpy as np
+
+    from iodiag.analyzers.readers import isolate
+
+    import mmap
+
+    real, calls = mmap.mmap, []
+
+    def fail_first(*a, **k):  # the first log's first mapping fails, as it would without memory
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(12, "Cannot allocate memory")
+        return real(*a, **k)
+
+    monkeypatch.setattr(mmap, "mmap", fail_first)
+    out = list(isolate.read_logs([str(corpus_path(DXT_LOG)), str(corpus_path(LOG))]))
+    assert out[0].data is None and out[0].error_kind == "unreadable"
+    assert "could not be received" in out[0].error and "Cannot allocate memory" in out[0].error
+    (again,) = list(isolate.read_logs([str(corpus_path(LOG))]))
+    assert out[1].error is None
+    assert np.array_equal(out[1].data["mods"]["POSIX"]["counters"], again.data["mods"]["POSIX"]["counters"])

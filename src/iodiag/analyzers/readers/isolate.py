@@ -113,20 +113,24 @@ def _oob_payload(obj: Any, fdsock: Any) -> bytes | None:
         return None
     finally:
         os.close(mfd)
-    return pickle.dumps((_OOB, meta, layout, at), protocol=pickle.HIGHEST_PROTOCOL)
+    head = obj[:2] if isinstance(obj, tuple) else None  # ("ok", log index): what a failed mapping costs
+    return pickle.dumps((_OOB, meta, layout, at, head), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _oob_load(msg: tuple, fdsock: Any) -> Any:
     import mmap
     import socket
 
-    _, meta, layout, _size = msg
+    _, meta, layout, size, _head = msg
     fdsock.settimeout(30.0)  # sent before the message: already there
     _, fds, _, _ = socket.recv_fds(fdsock, 1, 1)
     if not fds:
         raise OSError("the reader sent a result without its memory descriptor")
     views = []
     try:
+        if os.fstat(fds[0]).st_size != max(size, 1):  # not this message's memory: never map another log's
+            raise OSError(f"the reader's memory descriptor does not match its message ({os.fstat(fds[0]).st_size} "
+                          f"bytes, {max(size, 1)} expected)")
         for off, n in layout:
             # private and writable: the arrays behave as freshly allocated ones (a write copies that page only);
             # one mapping per buffer, so each array's pages live as long as that array
@@ -188,7 +192,13 @@ class _Reader:
         """One message, or None on EOF, or raises TimeoutError."""
         msg = self._recv(deadline)
         if self.fdsock is not None and type(msg) is tuple and msg and msg[0] == _OOB:
-            return _oob_load(msg, self.fdsock)
+            try:
+                return _oob_load(msg, self.fdsock)
+            except (OSError, ValueError) as exc:  # no memory to map it, or the descriptor never came
+                head = msg[4]
+                if head and head[0] == "ok":  # that log's error, not the whole run's
+                    return ("err", head[1], f"the reader's result could not be received ({exc})")
+                raise
         return msg
 
     def _recv(self, deadline: float) -> Any:

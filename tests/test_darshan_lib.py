@@ -166,3 +166,35 @@ def test_a_result_that_cannot_be_mapped_is_that_logs_error(monkeypatch):
     (again,) = list(isolate.read_logs([str(corpus_path(LOG))]))
     assert out[1].error is None
     assert np.array_equal(out[1].data["mods"]["POSIX"]["counters"], again.data["mods"]["POSIX"]["counters"])
+
+
+def test_a_prefetched_reader_is_adopted_for_its_log_and_stopped_otherwise(monkeypatch):
+    """`iodiag report LOG` starts LOG's reader before it has loaded its configuration; read_logs adopts that
+    child (one fork in all, the same result) when asked for the same log, and a prefetch nobody adopts is
+    stopped and reaped by close()."""
+    import numpy as np
+
+    from iodiag.analyzers.readers import isolate
+
+    log = str(corpus_path(LOG))
+    (plain,) = list(isolate.read_logs([log]))
+    forks = []
+    real = isolate._start_child
+    monkeypatch.setattr(isolate, "_start_child", lambda *a: forks.append(a[0]) or real(*a))
+    pre = isolate.prefetch([log])
+    (got,) = list(isolate.read_logs([os.path.join(os.path.dirname(log), ".", os.path.basename(log))], prefetched=pre))
+    pre.close()
+    assert len(forks) == 1 and got.error is None
+    assert np.array_equal(got.data["mods"]["POSIX"]["counters"], plain.data["mods"]["POSIX"]["counters"])
+
+    other = isolate.prefetch([log])
+    pid = other._child[0]
+    (dxt,) = list(isolate.read_logs([str(corpus_path(DXT_LOG))], prefetched=other))  # another log: not adopted
+    assert dxt.error is None and len(forks) == 3
+    other.close()
+    other.close()  # idempotent
+    try:
+        os.waitpid(pid, os.WNOHANG)
+        raise AssertionError("the unadopted reader child was not reaped")
+    except ChildProcessError:
+        pass

@@ -24,11 +24,12 @@ class Loaded:
 def load_target(*, target: str, log_tree: str | None = None, pick: str | None = None, take_all: bool = False,
                 config: Config | None = None, progress: Callable[[int], None] | None = None,
                 on_logs: Callable[[int], None] | None = None,
-                while_reading: Callable[[], None] | None = None) -> Loaded:
+                while_reading: Callable[[], None] | None = None, prefetched=None) -> Loaded:
     """TARGET (a Darshan log, a folder of logs, a scheduler job id in a site tree, or an iodiag job id / name /
     prefix / 'last') loaded into a profile.  ``on_logs(n)`` is called with the number of logs before reading
     them (a caller may start a progress bar), ``progress(k)`` as logs are read; ``while_reading()`` is run while
-    the first log is decoded in its reader process (work that does not need the profile)."""
+    the first log is decoded in its reader process (work that does not need the profile); ``prefetched`` is a
+    reader already started on TARGET (``readers.isolate.prefetch``), adopted when TARGET turns out to be that log."""
     from .analyzers.load import load_job
     from .analyzers.locate import resolve_target
 
@@ -45,7 +46,8 @@ def load_target(*, target: str, log_tree: str | None = None, pick: str | None = 
         return Loaded(load_job_record(record, config=cfg), Path(record.path))
     if on_logs is not None:
         on_logs(len(logset.paths))
-    prof = load_job(logset.paths, config=cfg, job_id=logset.job_id, progress=progress, while_reading=while_reading)
+    prof = load_job(logset.paths, config=cfg, job_id=logset.job_id, progress=progress, while_reading=while_reading,
+                    prefetched=prefetched)
     first = Path(logset.paths[0])
     return Loaded(prof, first.parent if first.is_file() else first)
 

@@ -489,12 +489,13 @@ def load_job(
     job_id: str | None = None,
     progress: Callable[[int], None] | None = None,
     while_reading: Callable[[], None] | None = None,
+    prefetched=None,
 ) -> JobProfile:
-    """Read every log of one job (isolated, with a timeout each) into a profile (``while_reading``: see
-    ``read_logs``)."""
+    """Read every log of one job (isolated, with a timeout each) into a profile (``while_reading``,
+    ``prefetched``: see ``read_logs``)."""
     cfg = config or Config()
     results = list(read_logs(paths, modules, timeout_s=cfg.reader.timeout_s, isolate=cfg.reader.isolate, progress=progress,
-                             while_reading=while_reading))
+                             while_reading=while_reading, prefetched=prefetched))
     return build_profile(results, job_id=job_id)
 
 

@@ -174,7 +174,7 @@ def write_html(profile, findings, report, *, html_path: Path | None, home: Path,
 
 
 def build_profile_for(target: str, *, log_tree: str | None, pick: str | None, take_all: bool, config, progress: bool,
-                      while_reading=None):
+                      while_reading=None, prefetched=None):
     """Resolve TARGET through the service layer, with a progress bar on a terminal. Returns (profile, home)."""
     from ..service import load_target
 
@@ -191,7 +191,7 @@ def build_profile_for(target: str, *, log_tree: str | None, pick: str | None, ta
     try:
         got = load_target(target=target, log_tree=log_tree, pick=pick, take_all=take_all, config=config,
                           on_logs=on_logs, progress=lambda n: bar and bar[0].advance(bar[1], n),
-                          while_reading=while_reading)
+                          while_reading=while_reading, prefetched=prefetched)
     finally:
         if bar:
             bar[0].stop()

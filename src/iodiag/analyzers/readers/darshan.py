@@ -210,7 +210,9 @@ def _read_dxt(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
     hdr = ffi.sizeof("struct dxt_file_record")
     seg = ffi.sizeof("struct segment_info")  # offset, length (int64), start, end (double)
     ids, ranks, hosts, wcounts, rcounts = [], [], [], [], []
-    cap, used = 1024, 0  # segments
+    # room for 1M segments from the start: pages nobody writes cost no memory (np.empty only reserves them), and
+    # growing from a small buffer would copy and fault in twice the data on the way
+    cap, used = 1 << 20, 0  # segments
     raw = np.empty((cap, 4), dtype="<i8")
     cast, memmove, string = ffi.cast, ffi.memmove, ffi.string
     for p in _iter_raw(handle, idx, None, losses, mod):
@@ -240,8 +242,9 @@ def _read_dxt(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
     return {
         "rec_file_id": np.asarray(ids, dtype="u8"), "rec_rank": np.asarray(ranks, dtype="i8"),
         "rec_host": np.asarray(hosts, dtype=object), "rec_writes": w, "rec_reads": r,
-        # (the growing buffer itself when it is at least 3/4 full: no copy; a reader child's memory is gone soon)
-        "segments": raw[:used] if 4 * used >= 3 * cap else raw[:used].copy(),
+        # the buffer itself, no copy: its unwritten tail was never touched (only the written rows cross to the
+        # parent, and a reader child's memory is gone soon)
+        "segments": raw[:used],
     }
 
 

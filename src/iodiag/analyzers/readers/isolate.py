@@ -269,18 +269,20 @@ def read_logs(
     isolate: bool = True,
     progress: Callable[[int], None] | None = None,
     while_reading: Callable[[], None] | None = None,
+    prefetched: Prefetch | None = None,
 ) -> Iterator[LogResult]:
     """Yield one LogResult per path, in order; never raises for a bad log.  A log that crashed or hung the
     reader is read again without the optional modules (DXT, HEATMAP, LUSTRE); when that works, the modules
     left out are reported as lost for that log instead of the whole log.
 
     ``while_reading`` is called once, in this process, while the first reader child decodes (a caller's work
-    that does not need the logs, e.g. its imports: it then costs no wall time); what it raises is ignored."""
+    that does not need the logs, e.g. its imports: it then costs no wall time); what it raises is ignored.
+    ``prefetched`` (from ``prefetch``) is adopted when it reads these very logs; the caller closes it after."""
     modules = tuple(modules)
     optional = tuple(m for m in modules if m in OPTIONAL_MODULES)
     core = tuple(m for m in modules if m not in OPTIONAL_MODULES)
     for res in _read_logs(paths, modules, names=names, timeout_s=timeout_s, isolate=isolate, progress=progress,
-                          while_reading=while_reading):
+                          while_reading=while_reading, prefetched=prefetched):
         if res.error_kind in ("crashed", "timeout") and optional and core and isolate:
             res = _salvage(res, core, optional, names=names, timeout_s=timeout_s)
         yield res
@@ -306,6 +308,69 @@ def _salvage(res: LogResult, core: tuple, optional: tuple, *, names: bool, timeo
     return best
 
 
+def _start_child(batch: list[str], modules: tuple[str, ...], names: bool) -> tuple[int, int, Any]:
+    """Fork a reader child for ``batch``: (pid, read end of its pipe, socket of its memfds or None)."""
+    rfd, wfd = os.pipe()
+    psock, csock = _oob_channel()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.close(rfd)
+            if psock is not None:
+                psock.close()
+            _child(batch, modules, names, wfd, csock)
+        finally:
+            os._exit(0)  # never run the parent's cleanup (or free a damaged handle)
+    os.close(wfd)
+    if csock is not None:
+        csock.close()
+    return pid, rfd, psock
+
+
+class Prefetch:
+    """A reader child started before the caller knows it will read these logs (``prefetch``): ``read_logs``
+    adopts it when asked for the same logs, modules and names; otherwise ``close`` stops it.  The child does
+    nothing a normal reader child would not; the timeout starts when ``read_logs`` waits on it."""
+
+    def __init__(self, paths: list[str], modules: tuple[str, ...], names: bool) -> None:
+        self.key = ([os.path.realpath(p) for p in paths], modules, names)
+        self._child: tuple[int, int, Any] | None = _start_child(list(paths), modules, names)
+
+    def serves(self, paths: list[str], modules: tuple[str, ...], names: bool) -> bool:
+        return self._child is not None and self.key == ([os.path.realpath(p) for p in paths], tuple(modules), names)
+
+    def take(self) -> tuple[int, int, Any]:
+        child, self._child = self._child, None
+        assert child is not None
+        return child
+
+    def close(self) -> None:
+        """Stop the child if nobody adopted it (idempotent)."""
+        child, self._child = self._child, None
+        if child is None:
+            return
+        pid, rfd, psock = child
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(rfd)
+        if psock is not None:
+            psock.close()
+
+
+def prefetch(paths: Iterable[str], modules: Iterable[str] = ALL_MODULES, *, names: bool = True) -> Prefetch | None:
+    """Start reading ``paths`` now, in a reader child, for a ``read_logs`` call to come (None where reading is
+    not isolated in a child: no fork)."""
+    if not hasattr(os, "fork"):
+        return None
+    return Prefetch([os.fspath(p) for p in paths], tuple(modules), names)
+
+
 def _read_logs(
     paths: Iterable[str],
     modules: Iterable[str] = ALL_MODULES,
@@ -315,6 +380,7 @@ def _read_logs(
     isolate: bool = True,
     progress: Callable[[int], None] | None = None,
     while_reading: Callable[[], None] | None = None,
+    prefetched: "Prefetch | None" = None,
 ) -> Iterator[LogResult]:
     paths = [os.fspath(p) for p in paths]
     modules = tuple(modules)
@@ -327,20 +393,10 @@ def _read_logs(
     start = 0
     while start < len(paths):
         batch = paths[start:]
-        rfd, wfd = os.pipe()
-        psock, csock = _oob_channel()
-        pid = os.fork()
-        if pid == 0:  # child
-            try:
-                os.close(rfd)
-                if psock is not None:
-                    psock.close()
-                _child(batch, modules, names, wfd, csock)
-            finally:
-                os._exit(0)  # never run the parent's cleanup (or free a damaged handle)
-        os.close(wfd)
-        if csock is not None:
-            csock.close()
+        if prefetched is not None and start == 0 and prefetched.serves(batch, modules, names):
+            pid, rfd, psock = prefetched.take()
+        else:
+            pid, rfd, psock = _start_child(batch, modules, names)
         reader = _Reader(rfd, psock)
         if while_reading is not None:
             _idle, while_reading = while_reading, None

@@ -82,6 +82,21 @@ def test_ops_builder_orders_batches_by_time_one_column_at_a_time():
     assert t["proc"].dtype == np.int64 and t["op"].dtype == np.int8 and len(t["offset"]) == 5  # unused tail dropped
 
 
+@pytest.mark.parametrize("base", [1.6e9, 0.0, -5.0])
+def test_ops_builder_time_order_is_numpys_stable_order(base):
+    """Positive times are sorted through their bit patterns (faster); the order must be np.argsort's stable order,
+    ties included, and times at or below zero take the float sort."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    st = base + np.round(rng.random(n) * 50, 2)  # many ties
+    b = OpsBuilder(n)
+    cols = ("proc", "thread", "file_id", "module", "op", "offset", "length")
+    b.add({**{c: np.zeros(n, "i8") for c in cols if c != "offset"}, "offset": np.arange(n), "start_s": st,
+           "end_s": st + 1})
+    t = b.finish()
+    assert np.array_equal(t["offset"], np.argsort(st, kind="stable"))
+
+
 @pytest.mark.parametrize("job", ["g2", "g3"])
 def test_an_ops_source_folds_to_the_numbers_of_the_table_it_stands_for(job, small_batches):
     """With batches of 997 the embedded reader keeps the ops of these jobs (3,000+ operations, 4 processes that

@@ -124,7 +124,7 @@ def _small_io_layer_parts(f: Finding, n_small: int) -> dict[str, str]:
         return {}
     u = int(x.get("unasked_small_reads", 0))
     if u >= 0.2 * max(n_small, 1):
-        fix = _unasked_fix(f)
+        fix = _rmw_fix(f)
         return {"unasked": f"{u:,} of the small ops are reads of files the program only writes through MPI-IO (it reads nothing "
                            "from them through MPI-IO), so the MPI-IO layer issues them itself: " + (fix[0] if fix else
                            "the writes are collective and the aggregators read the holes between the processes' pieces "
@@ -153,19 +153,16 @@ def _small_direction(f: Finding) -> tuple[str, int]:
     return ("read", r) if r >= w else ("write", w)
 
 
-def _unasked_fix(f: Finding) -> tuple[str, dict[str, str]] | None:
-    """How to stop the MPI-IO layer reading the files the program only writes: (the advice, the MPI-IO hints);
-    None when no hint does it (collective writes off Lustre)."""
-    return _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
-
-
-def _rmw_fix(mp: Mapping[str, int], lustre: bool) -> tuple[str, dict[str, str]] | None:
-    """The ROMIO hint that turns off the reads of a read-modify-write, by how the files are written (MPI-IO
-    ``writes`` and ``collective_writes`` on them): ROMIO's data sieving hints (romio_ds_write) apply to independent
-    writes only; the read step of collective buffering is turned off by romio_lustre_ds_in_coll, on Lustre only
-    (ROMIO users guide, hints for Lustre).  None when no hint does it (collective writes off Lustre)."""
+def _rmw_fix(f: Finding) -> tuple[str, dict[str, str]] | None:
+    """The ROMIO hint that turns off the reads of a read-modify-write, by how the finding's files are written
+    (``facts["mpiio"]``: MPI-IO ``writes`` and ``collective_writes`` on them; ``facts["lustre"]``): ROMIO's data
+    sieving hints (romio_ds_write) apply to independent writes only; the read step of collective buffering is
+    turned off by romio_lustre_ds_in_coll, on Lustre only (ROMIO users guide, hints for Lustre).  (The advice,
+    the hints); None when no hint does it (collective writes off Lustre).  The small-io and read-modify-write
+    findings both carry these facts."""
+    mp = f.facts["mpiio"]
     if mp["collective_writes"] >= 0.5 * mp["writes"]:
-        if not lustre:
+        if not f.facts.get("lustre"):
             return None
         return ("the writes are collective, and collective buffering reads each aggregator's range to fill the holes "
                 "between the processes' pieces (read-modify-write): on Lustre the hint romio_lustre_ds_in_coll=disable "
@@ -227,7 +224,7 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
     mp = x.get("mpiio")
     n = int(f.evidence["small_reads"] + f.evidence["small_writes"])
     if mp and x.get("unasked_small_reads", 0) >= 0.5 * n:
-        fix = _unasked_fix(f)
+        fix = _rmw_fix(f)
         if fix is None:
             return None
         return Recommendation(id="read-modify-write", settings=dict(fix[1]), changes=_hint_changes(layer, fix[1]),
@@ -260,7 +257,7 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
 
 def _rmw_setting(f: Finding) -> Recommendation | None:
     """The hint _read_modify_write names, as a change at the program's layer; None when no hint applies."""
-    fix = _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+    fix = _rmw_fix(f)
     if fix is None:
         return None
     ev = f.evidence
@@ -417,7 +414,7 @@ def _redundant_read(f: Finding, cfg: Config) -> str:
 
 def _read_modify_write(f: Finding, cfg: Config) -> str:
     """The hint by how the files are written, collectively or not, and where (``_rmw_fix``)."""
-    fix = _rmw_fix(f.facts["mpiio"], bool(f.facts.get("lustre")))
+    fix = _rmw_fix(f)
     if fix is None:
         return f"the MPI-IO layer reads regions before writing them back (read-modify-write): {_NO_RMW_HINT}"
     where = ("PNETCDF_HINTS (PnetCDF hands it on to MPI-IO)" if _interface(f)[0] == "PnetCDF" else

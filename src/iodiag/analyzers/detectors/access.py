@@ -17,7 +17,7 @@ from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stri
                        module_sums, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
 from ._common import file_cost, finding, pct, top_files
 from ..context import job_context
-from .layers import file_layers, rmw_files, rmw_ids
+from .layers import file_layers, mpiio_calls, rmw_files, rmw_ids
 
 
 def _per_file(profile: JobProfile, names: list[str], fidx, n) -> list[np.ndarray]:
@@ -85,14 +85,9 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
 
 
-def _collective(profile: JobProfile, fids: np.ndarray) -> bool:
-    """Whether any collective MPI-IO call accessed these files."""
-    mp = profile.module("MPI-IO")
-    if mp is None:
-        return False
-    on = isin(mp["file_id"], fids)
-    return bool((pcol(profile, "MPI-IO", "MPIIO_COLL_READS", "f8")[on].sum()
-                 + pcol(profile, "MPI-IO", "MPIIO_COLL_WRITES", "f8")[on].sum()) > 0)
+def _collective(calls: dict[str, int]) -> bool:
+    """Whether collective MPI-IO calls accessed the files (``mpiio_calls``)."""
+    return calls["collective_reads"] + calls["collective_writes"] > 0
 
 
 def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
@@ -137,7 +132,8 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     return [finding(cfg, profile, "misaligned", f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
                     f"{fmt_bytes(a)} file-system blocks", **file_cost(profile, fids, cost_f), evidence=ev,
                     facts={"layers": file_layers(profile, fids[hit]),  # the advice names the top-most one
-                           "collective": _collective(profile, fids[hit]), "written": bool(bw[hit].sum() > 0)},
+                           "collective": _collective(mpiio_calls(profile, fids[hit])),
+                           "written": bool(bw[hit].sum() > 0)},
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
 
 

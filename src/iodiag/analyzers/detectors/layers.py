@@ -43,6 +43,18 @@ def file_layers(profile: JobProfile, fids: np.ndarray) -> tuple[str, ...]:
     return tuple(out)
 
 
+def mpiio_calls(profile: JobProfile, fids: np.ndarray) -> dict[str, int]:
+    """MPI-IO calls on these files, from their MPI-IO records: ``reads``, ``writes`` (independent, collective and
+    non-blocking) and the ``collective_reads``/``collective_writes`` among them (all 0 without MPI-IO)."""
+    mp = profile.module("MPI-IO")
+    on = np.isin(mp["file_id"], fids) if mp is not None else None
+    n = {k: (int(pcol(profile, "MPI-IO", f"MPIIO_{k}", "f8")[on].sum()) if on is not None else 0)
+         for k in ("INDEP_READS", "COLL_READS", "NB_READS", "INDEP_WRITES", "COLL_WRITES", "NB_WRITES")}
+    return {"reads": n["INDEP_READS"] + n["COLL_READS"] + n["NB_READS"],
+            "writes": n["INDEP_WRITES"] + n["COLL_WRITES"] + n["NB_WRITES"],
+            "collective_reads": n["COLL_READS"], "collective_writes": n["COLL_WRITES"]}
+
+
 def on_lustre(profile: JobProfile, fids: np.ndarray) -> bool:
     """Whether any of these files is on Lustre: a LUSTRE record of it, or its mount's file-system type."""
     fs, found = files_column(profile, np.asarray(fids), "fs_type")
@@ -123,10 +135,10 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
         ev.update(dxt_reads_rewritten_same_extent=pairs, dxt_posix_reads=reads)
     # which ROMIO step reads: data sieving of independent writes, or the collective buffering of collective ones
     # (on Lustre its own hint turns it off); the advice picks the hint from these
-    writes = {k: int(pcol(profile, "MPI-IO", f"MPIIO_{k}_WRITES", "f8")[upper].sum()) for k in ("INDEP", "COLL", "NB")}
-    facts = {"mpiio": {"writes": sum(writes.values()), "collective_writes": writes["COLL"]},
+    calls = mpiio_calls(profile, m.file_ids[hit])
+    facts = {"mpiio": {"writes": calls["writes"], "collective_writes": calls["collective_writes"]},
              "lustre": on_lustre(profile, m.file_ids[hit]), "layers": file_layers(profile, m.file_ids[hit])}
-    ev.update(mpiio_writes=facts["mpiio"]["writes"], mpiio_collective_writes=writes["COLL"])
+    ev.update(mpiio_writes=calls["writes"], mpiio_collective_writes=calls["collective_writes"])
     pair_txt = (f"; {pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
                 "are rewritten at the same offset and length" if ev.get("dxt_posix_reads") else "")
     n = int(hit.sum())

@@ -733,19 +733,17 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
             # ops come in runs of one (file, process) (a DXT record each): the distinct pairs are
             # those at the start of a run, so only the runs need sorting, not every op
             fid, pr = o["file_id"], o["proc"]
-            if not batches.is_source(profile.ops):
-                # a held table: in the (proc, file, op, start) order the detectors share, each distinct
-                # (process, file) pair is one run; its file is all that is counted
+            held = not batches.is_source(profile.ops)
+            if held:  # in the (proc, file, op, start) order the detectors share, each distinct pair is one run
                 order = _group_order(profile, profile.ops)
                 if order is not None:
                     fid, pr = fid[order], pr[order]
-                run = np.ones(len(fid), bool)
-                run[1:] = (fid[1:] != fid[:-1]) | (pr[1:] != pr[:-1])
-                per_pair.append(fid[run])
-                continue
-            run = np.ones(len(o), bool)
+            run = np.ones(len(fid), bool)
             run[1:] = (fid[1:] != fid[:-1]) | (pr[1:] != pr[:-1])
             fid, pr = fid[run], pr[run]
+            if held:  # the runs are the distinct pairs already: their files are all that is counted
+                per_pair.append(fid)
+                continue
             fu, fi = np.unique(fid, return_inverse=True)
             n = int(pr.max()) + 2
             pairs = unique(fi.astype("i8") * n + (pr + 1))
@@ -762,8 +760,7 @@ def _group_order(profile: JobProfile, o: Table) -> np.ndarray | None:
     run in it).  Several detectors group the same operations with different selections: for a held ``ops``
     table the order is computed once and kept (4 or 8 bytes per operation); a source's tables are one process
     each and are sorted as they come."""
-    held = o is profile.ops or (not batches.is_source(profile.ops) and len(o) == len(profile.ops))
-    d = memo(profile) if held else {}
+    d = memo(profile) if o is profile.ops else {}  # a held table is given whole (process_tables)
     if "ops_group_order" not in d:
         if _lex_sorted(o):
             order = None

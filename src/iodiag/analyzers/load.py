@@ -369,9 +369,9 @@ class _JobFold:
             rec = d["mods"].get(mod)
             if rec is None or not len(rec["segments"]):
                 continue
-            seg = dxt_columns(rec)
+            seg, keys = dxt_columns(rec), dxt_segment_keys(rec)
             for sl in chunks(len(rec["segments"])):
-                fid, rank, is_write = dxt_segment_keys(rec, sl.start, sl.stop)
+                fid, rank, is_write = keys(sl.start, sl.stop)
                 self.ops.add({
                     "proc": to_proc(rank), "thread": -1, "file_id": fid, "module": code,
                     "op": np.where(is_write, OP["write"], OP["read"]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -255,11 +255,12 @@ def dxt_columns(rec: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"offset": seg[:, 0], "length": seg[:, 1], "start": seg[:, 2].view("<f8"), "end": seg[:, 3].view("<f8")}
 
 
-def repeat_range(values: np.ndarray, counts: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """``np.repeat(values, counts)[lo:hi]`` without building the whole repeat (counts >= 0)."""
+def repeat_range(values: np.ndarray, counts: np.ndarray, lo: int, hi: int, cum: np.ndarray | None = None) -> np.ndarray:
+    """``np.repeat(values, counts)[lo:hi]`` without building the whole repeat (counts >= 0; ``cum``: their
+    cumulative sum, when the caller has it)."""
     if hi <= lo:
         return values[:0]
-    cum = np.cumsum(counts)
+    cum = np.cumsum(counts) if cum is None else cum
     i0 = int(np.searchsorted(cum, lo, "right"))  # the entry holding position lo
     i1 = int(np.searchsorted(cum, hi, "left"))  # the entry holding position hi - 1
     c = counts[i0:i1 + 1].copy()
@@ -268,14 +269,20 @@ def repeat_range(values: np.ndarray, counts: np.ndarray, lo: int, hi: int) -> np
     return np.repeat(values[i0:i1 + 1], c)
 
 
-def dxt_segment_keys(rec: dict[str, Any], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(file id, rank, is-write) of segments lo..hi-1 of a DXT module."""
+def dxt_segment_keys(rec: dict[str, Any]) -> Callable[[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A function (lo, hi) -> (file id, rank, is-write) of segments lo..hi-1 of a DXT module (the records'
+    counts summed once, for all the batches)."""
     w, r = rec["rec_writes"], rec["rec_reads"]
     per = w + r
-    wr = np.column_stack((w, r)).ravel()
+    wr = np.column_stack((w, r)).ravel()  # each record's segments are [writes..., reads...]
     direction = np.tile(np.array([True, False]), len(per))
-    return (repeat_range(rec["rec_file_id"], per, lo, hi), repeat_range(rec["rec_rank"], per, lo, hi),
-            repeat_range(direction, wr, lo, hi))
+    cum_per, cum_wr = np.cumsum(per), np.cumsum(wr)
+
+    def keys(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (repeat_range(rec["rec_file_id"], per, lo, hi, cum_per), repeat_range(rec["rec_rank"], per, lo, hi, cum_per),
+                repeat_range(direction, wr, lo, hi, cum_wr))
+
+    return keys
 
 
 def _read_heatmap(handle, idx: int, losses: list) -> dict[str, Any]:

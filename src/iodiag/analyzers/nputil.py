@@ -59,3 +59,31 @@ def stable_argsort_small(keys: np.ndarray) -> np.ndarray:
         if lo >= 0 and hi < 65536:
             return np.argsort(keys.astype(np.uint16), kind="stable")
     return np.argsort(keys, kind="stable")
+
+
+def stable_argsort_times(t: np.ndarray) -> np.ndarray:
+    """``np.argsort(t, kind="stable")`` of a float column (times), ~2.5x faster on large ones.
+
+    NumPy sorts float64 stably by timsort, but 16-bit integers by radix.  The times are mapped onto 32-bit
+    buckets (a non-decreasing map: equal times share a bucket), the buckets are radix-sorted as two 16-bit passes
+    (stable: ties keep their order), and the result is kept only when the times come out in order; it is then
+    exactly the stable sort (equal times are in one bucket, in their first order).  Two different times in one
+    bucket in the wrong order, the rare case, fall back to the full sort, as do NaNs, a single time and columns
+    too small or too large (the passes need ~30 bytes per value at once) for it to pay."""
+    n = len(t)
+    if n < 4096 or n > (1 << 23) or t.dtype.kind != "f":
+        return np.argsort(t, kind="stable")
+    lo, hi = float(t.min()), float(t.max())
+    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+        return np.argsort(t, kind="stable")
+    q = ((t - lo) * ((2**32 - 2) / (hi - lo))).astype(np.uint32)
+    order = np.argsort(q.astype(np.uint16), kind="stable")  # the low 16 bits (the cast wraps)
+    high = (q >> 16).astype(np.uint16)
+    del q
+    order = order[np.argsort(high[order], kind="stable")]
+    del high
+    s = t[order]
+    if bool(np.all(s[1:] >= s[:-1])):
+        return order
+    return np.argsort(t, kind="stable")
+

@@ -71,9 +71,5 @@ def _imports_for_later(*, terminal: bool) -> None:
     from ..recommend import features, model  # noqa: F401
 
     if terminal:
-        import rich.console  # noqa: F401  (the terminal report draws with rich: ~20 ms of imports)
-        import rich.table  # noqa: F401
-        import rich.text  # noqa: F401
-
-        from ..reports import terminal as _terminal  # noqa: F401
+        from ..reports import advice, terminal  # noqa: F401
 

@@ -1,9 +1,10 @@
-"""Terminal report: formats the report dict with rich; returns text, prints nothing."""
+"""Terminal report: formats the report dict as styled, wrapped lines (``textout``); returns text, prints nothing."""
 
 from __future__ import annotations
 
-import io
 from typing import Any
+
+from .textout import Lines
 
 SEV_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
@@ -109,122 +110,105 @@ def headline(report: dict[str, Any]) -> str | None:
 
 
 def render_terminal(report: dict[str, Any], *, color: bool = False, width: int = 110) -> str:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    buf = io.StringIO()
-    con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=False)
+    out = Lines(width=width, color=color)
+    line, blank = out.line, out.blank
     j = report["job"]
     v = report["volumes"]
-    head = Text()
-    head.append(f"iodiag report — job {j['id']}", style="bold")
-    head.append(f"  {j.get('program') or j['exe'] or '?'}")
-    con.print(head)
+    line((f"iodiag report — job {j['id']}", "bold"), f"  {j.get('program') or j['exe'] or '?'}", hang=2)
     rt = "-" if j["runtime_s"] is None else f"{j['runtime_s']:.2f} s" + (" (derived from records)" if j.get("runtime_derived") else "")
     src = j["collector"] + (f" {j['darshan_version']}" if j.get("darshan_version") else "") + (f", log format {j['log_format']}" if j.get("log_format") else "")
-    con.print(f"  {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'} · run time {rt} · {j['start'] or '?'} → {j['end'] or '?'} · {src}")
+    line(f"  {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'} · run time {rt} · {j['start'] or '?'} → {j['end'] or '?'} · {src}", hang=4)
     if len(j.get("programs", [])) > 1:
-        con.print("  programs: " + "; ".join(f"{p['exe']} ({p['nprocs']} procs)" for p in j["programs"]))
+        line("  programs: " + "; ".join(f"{p['exe']} ({p['nprocs']} procs)" for p in j["programs"]), hang=4)
     mods = " ".join(j["modules"]) or "none"
     partial = ", ".join(j["partial_modules"]) or "none"
-    con.print(f"  modules: {mods} · partial: ", end="")
-    con.print(partial, style="bold red" if j["partial_modules"] else None)
+    line(f"  modules: {mods} · partial: ", (partial, "bold red" if j["partial_modules"] else None), hang=4)
     if j.get("blind_spots"):  # one line: what the collector cannot see, in short; the details are in the JSON
         short = [b.split(":")[0].split(" (")[0].strip() for b in j["blind_spots"]]
         more = f" and {len(short) - 2} more" if len(short) > 2 else ""
-        con.print(f"  {j['collector']} collector cannot see {'; '.join(short[:2])}{more} (list: --json job.blind_spots)",
-                  style="dim")
+        line(f"  {j['collector']} collector cannot see {'; '.join(short[:2])}{more} (list: --json job.blind_spots)",
+             style="dim", hang=4)
     head = headline(report)
     if head:
-        con.print()
-        con.print(head, style="bold")
+        blank()
+        line(head, style="bold", hang=2)
     dask = (report.get("time") or {}).get("dask")
     if dask:
-        con.print(dask["headline"], style="bold")
+        line(dask["headline"], style="bold", hang=2)
         for w in dask.get("per_worker", [])[:8]:
-            con.print(f"  {_bar(w, dask)}", style="dim", markup=False)
-    con.print()
-    con.print(
-        f"  read {human_bytes(v['bytes_read'])} in {human_count(v['reads'])} ops · written {human_bytes(v['bytes_written'])} in {human_count(v['writes'])} ops"
-        f" · opens {human_count(v['opens'])} · stats {human_count(v['stats'])} · seeks {human_count(v['seeks'])}"
-        f" · fsyncs {human_count(v['fsyncs'])} · files {human_count(v['files'])} · I/O time {report.get('io_time_s', 0):.2f} s"
-    )
+            line(f"  {_bar(w, dask)}", style="dim", hang=4)
+    blank()
+    line(f"  read {human_bytes(v['bytes_read'])} in {human_count(v['reads'])} ops · written {human_bytes(v['bytes_written'])} in {human_count(v['writes'])} ops"
+         f" · opens {human_count(v['opens'])} · stats {human_count(v['stats'])} · seeks {human_count(v['seeks'])}"
+         f" · fsyncs {human_count(v['fsyncs'])} · files {human_count(v['files'])} · I/O time {report.get('io_time_s', 0):.2f} s", hang=4)
 
     findings = report["findings"]
-    con.print()
+    blank()
     if findings:
-        con.print(f"Diagnosis ({len(findings)} finding{'s' if len(findings) != 1 else ''}, most costly first)", style="bold")
+        line(f"Diagnosis ({len(findings)} finding{'s' if len(findings) != 1 else ''}, most costly first)", style="bold")
         for i, f in enumerate(findings, 1):
-            line = Text(f"{i:>2}. ")
-            line.append(f"{f['severity'].upper():<6}", style=SEV_STYLE.get(f["severity"]))
-            line.append(f" [{f['id']}] ", style="bold")
-            line.append(f["title"])
+            parts: list = [f"{i:>2}. ", (f"{f['severity'].upper():<6}", SEV_STYLE.get(f["severity"])), (f" [{f['id']}] ", "bold"),
+                           f["title"]]
             if f.get("est_cost_s"):
                 share = f.get("cost_share")
-                line.append(f"  (~{_secs(f['est_cost_s'])} of the run" + (f", {_pct(share)}" if share is not None else "") + ")",
-                            style="dim")
-            con.print(line)
+                parts.append((f"  (~{_secs(f['est_cost_s'])} of the run" + (f", {_pct(share)}" if share is not None else "") + ")",
+                              "dim"))
+            line(*parts, hang=11)  # under the title's first word
             if f["severity"] == "info":  # worth knowing, not worth the reader's time here: one line
                 continue
             if f.get("evidence"):
-                con.print(f"      evidence: {_evidence(f['evidence'])}", style="dim", markup=False)
+                line(f"      evidence: {_evidence(f['evidence'])}", style="dim", hang=8)
             if f.get("files"):
                 keep = max(24, (width - 20) // 3)
-                con.print("      files: " + ", ".join(_short(x, keep) for x in f["files"][:3])
-                          + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim", markup=False)
+                line("      files: " + ", ".join(_short(x, keep) for x in f["files"][:3])
+                     + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim", hang=8)
             if f.get("processes"):
-                con.print("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim")
+                line("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim", hang=8)
             # all of it: a part left out is advice the user never reads (site advice comes last)
-            con.print(f"      → {f['recommendation']}", markup=False)
+            line(f"      → {f['recommendation']}", hang=8)
     elif v["reads"] + v["writes"] + v["opens"] == 0:
-        con.print("No I/O recorded in this job.", style="bold")
+        line("No I/O recorded in this job.", style="bold")
     else:
-        con.print("No problems found by the detectors.", style="bold green")
+        line("No problems found by the detectors.", style="bold green")
 
     recs = report.get("recommendations")
     if recs:
         from .advice import recommendation_lines
 
-        con.print()
+        blank()
         active = sum(1 for r in recs if r.get("abstain") is None)
-        con.print(f"What to change ({active} recommendation{'s' if active != 1 else ''}; details: iodiag recommend "
-                  f"{j['id']})" if active else "What to change: no setting recommended", style="bold")
+        line(f"What to change ({active} recommendation{'s' if active != 1 else ''}; details: iodiag recommend "
+             f"{j['id']})" if active else "What to change: no setting recommended", style="bold", hang=2)
         for text, style in recommendation_lines(recs, width=width - 1):
-            con.print(text, style=style, markup=False, soft_wrap=True)  # a long change line stays whole
+            line(text, style=style, wrap=False)  # wrapped by recommendation_lines; a long change line stays whole
 
     if report.get("modules") and width >= 100:  # ten columns: only where they fit
-        con.print()
-        t = Table(title="Per module", title_justify="left", show_edge=False)
-        for c in ("module", "files", "reads", "writes", "read", "written", "opens", "read s", "write s", "meta s"):
-            t.add_column(c, justify="left" if c == "module" else "right")
-        for m in report["modules"]:
-            t.add_row(m["module"], human_count(m["files"]), human_count(m["reads"]), human_count(m["writes"]),
-                      human_bytes(m["bytes_read"]), human_bytes(m["bytes_written"]), human_count(m["opens"]),
-                      f"{m['read_time_s']:.2f}", f"{m['write_time_s']:.2f}", f"{m['meta_time_s']:.2f}")
-        con.print(t)
+        blank()
+        cols = [(c, "left" if c == "module" else "right")
+                for c in ("module", "files", "reads", "writes", "read", "written", "opens", "read s", "write s", "meta s")]
+        out.table("Per module", cols, [
+            (m["module"], human_count(m["files"]), human_count(m["reads"]), human_count(m["writes"]),
+             human_bytes(m["bytes_read"]), human_bytes(m["bytes_written"]), human_count(m["opens"]),
+             f"{m['read_time_s']:.2f}", f"{m['write_time_s']:.2f}", f"{m['meta_time_s']:.2f}") for m in report["modules"]])
     if report.get("top_files"):
-        con.print()
-        t = Table(title="Top files by I/O time", title_justify="left", show_edge=False)
-        for c in ("file", "module", "I/O s", "read", "written", "procs"):
-            t.add_column(c, justify="left" if c in ("file", "module") else "right", overflow="fold")
-        for f in report["top_files"]:
-            t.add_row(_short(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
-                      human_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
-        con.print(t)
+        blank()
+        cols = [(c, "left" if c in ("file", "module") else "right") for c in ("file", "module", "I/O s", "read", "written", "procs")]
+        out.table("Top files by I/O time", cols, [
+            (_short(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
+             human_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
+            for f in report["top_files"]])
     sp = report.get("process_spread")
     if sp and sp["processes"] > 1:
-        con.print()
-        con.print(
-            f"Per-process I/O time: {sp['active']}/{sp['processes']} processes did I/O · min {sp['min_s']:.3f} s · "
-            f"median {sp['median_s']:.3f} s · max {sp['max_s']:.3f} s · slowest: {_named(report, sp['slowest'][:4]) or '-'}"
-        )
+        blank()
+        line(f"Per-process I/O time: {sp['active']}/{sp['processes']} processes did I/O · min {sp['min_s']:.3f} s · "
+             f"median {sp['median_s']:.3f} s · max {sp['max_s']:.3f} s · slowest: {_named(report, sp['slowest'][:4]) or '-'}",
+             hang=2)
     if report["errors"]:
-        con.print()
-        con.print(f"Problems reading this job ({len(report['errors'])}):", style="bold red")
+        blank()
+        line(f"Problems reading this job ({len(report['errors'])}):", style="bold red")
         for e in report["errors"][:20]:
             mod = f" [{e['module']}]" if e.get("module") else ""
-            con.print(f"  {e['kind']}{mod}: {e['path']}: {e['cause']}")
+            line(f"  {e['kind']}{mod}: {e['path']}: {e['cause']}", hang=4)
         if len(report["errors"]) > 20:
-            con.print(f"  … {len(report['errors']) - 20} more (see --json)")
-    return buf.getvalue()
+            line(f"  … {len(report['errors']) - 20} more (see --json)")
+    return out.text()

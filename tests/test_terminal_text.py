@@ -1,0 +1,87 @@
+"""The terminal report's text layer (reports/textout.py): wrapping, tables, styles and hostile names."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from iodiag.reports.terminal import render_terminal
+from iodiag.reports.textout import Lines, cell_len, clean
+from test_snapshots import _report
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("name", ["badost", "h5bench-write", "imbalanced"])
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_report_lines_fit_and_keep_every_word(name, width):
+    """No line is wider than the terminal (tables and the "What to change" lines aside: a command to paste stays
+    whole, see test_recommend_paste.py) and the continuation lines of a
+    finding are indented under it; wrapping the findings' texts loses no word and cuts none (they hold none longer
+    than a line)."""
+    report = _report(name)
+    text = render_terminal(report, color=False, width=width)
+    changes = False
+    for line in text.splitlines():
+        changes = changes or line.startswith("What to change") or "┃" in line
+        if not changes:
+            assert cell_len(line) <= width, line
+        assert line == line.rstrip() or "│" in line or "┃" in line  # no trailing blanks outside tables
+    for f in report["findings"]:
+        for said in (f["title"], f["recommendation"]):
+            out = Lines(width=width, color=False)
+            out.line("      → " + said, hang=8)
+            if max(map(len, said.split())) <= width - 8:
+                assert out.text().split() == ("→ " + said).split()
+    body = text.split("Diagnosis", 1)[1].split("What to change")[0]
+    for line in body.splitlines()[1:]:
+        if line and not re.match(r"^ ?\d+\. ", line):
+            assert line.startswith("      ") or line.startswith("           "), line
+
+
+def test_colour_marks_styles_and_plain_text_has_none():
+    report = _report("badost")
+    colour = render_terminal(report, color=True, width=100)
+    plain = render_terminal(report, color=False, width=100)
+    assert "\x1b[" not in plain
+    assert "\x1b[1;31mHIGH" in colour  # a high finding in bold red
+    assert ANSI.sub("", colour) == plain
+
+
+def test_names_from_a_log_cannot_drive_the_terminal():
+    """A file name with escape sequences, a carriage return or a newline is shown with "?" in their place."""
+    report = json.loads(json.dumps(_report("badost")))
+    evil = "/scratch/\x1b]0;pwned\x07bad\rname\nx.h5"
+    report["findings"][0]["files"] = [evil]
+    report["top_files"][0]["path"] = evil
+    report["findings"][0]["recommendation"] += " " + evil
+    for color in (False, True):
+        text = render_terminal(report, color=color, width=100)
+        stripped = ANSI.sub("", text)
+        assert "\x07" not in stripped and "\r" not in stripped and "\x1b" not in stripped
+        assert "?]0;pwned?bad?name?x.h5" in stripped
+    assert clean("a\tb\x9bc") == "a?b?c"
+
+
+def test_wrapping_counts_cells_and_cuts_overlong_words():
+    out = Lines(width=20, color=False)
+    out.line("  数据 数据 数据 数据 数据 数据 end", hang=4)  # wide characters take two cells
+    out.line("x" * 50, hang=2)
+    lines = out.text().splitlines()
+    assert all(cell_len(line) <= 20 for line in lines), lines
+    assert lines[0].startswith("  数据") and lines[1].startswith("    数据")
+    assert "".join(line.strip() for line in lines[-3:]) == "x" * 50
+    out = Lines(width=20, color=False)
+    out.line("keep this whole line as it is, please", wrap=False)
+    assert out.text() == "keep this whole line as it is, please\n"
+
+
+def test_table_gives_way_in_its_first_column():
+    out = Lines(width=40, color=False)
+    out.table("Top", [("file", "left"), ("bytes", "right")], [("/a/very/long/path/to/some/deep/file.nc", "1.0 GiB")])
+    lines = out.text().splitlines()
+    assert lines[0] == "Top"
+    assert all(cell_len(line) <= 40 for line in lines)
+    assert lines[-1].lstrip().startswith("…") and "file.nc" in lines[-1] and lines[-1].rstrip().endswith("1.0 GiB")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import atomic_write, build_profile_for, warm_allocator
+from .common import atomic_write, build_profile_for, terminal_columns, warm_allocator
 
 
 def _report(*, target, json_out, json_file, html, html_path, config_file, site_config, mute, log_tree, job, take_all, obfuscate, color) -> None:
@@ -57,9 +57,7 @@ def _report_body(*, target, json_out, json_file, html, html_path, config_file, s
     from ..reports.terminal import render_terminal
 
     use_color = sys.stdout.isatty() if color is None else color
-    import shutil
-
-    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))  # the terminal's width ($COLUMNS honoured)
+    width = max(60, min(terminal_columns(), 160))
     sys.stdout.write(render_terminal(report, color=use_color, width=width))
 
 

@@ -83,6 +83,8 @@ def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int
             span = max(span, float(np.maximum(end[sl] - t0, s).max()))
         span += 1.0
     by_proc = None if bool(np.all(proc[1:] >= proc[:-1])) else stable_argsort_small(proc)
+    # rows in time order (the ops table's own order) sorted stably by process are in (process, time) order
+    in_time_order = by_proc is not None and bool(np.all(start[1:] >= start[:-1]))
     counts = np.bincount(proc)
     bounds = np.cumsum(counts)
     out = np.zeros(n)
@@ -99,7 +101,7 @@ def _union_per_proc(proc: np.ndarray, start: np.ndarray, end: np.ndarray, n: int
         p = proc[idx]
         s = start[idx] - t0
         e = np.maximum(end[idx] - t0, s)
-        if not (bool(np.all(s[1:] >= s[:-1])) if j - k == 1 else _sorted_by(p, s)):
+        if not in_time_order and not (bool(np.all(s[1:] >= s[:-1])) if j - k == 1 else _sorted_by(p, s)):
             order = np.lexsort((s, p))
             p, s, e = p[order], s[order], e[order]
             del order

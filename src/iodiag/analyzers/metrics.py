@@ -810,7 +810,8 @@ def ops_group_chunks(profile: JobProfile, mask=None,
 
     The rows are selected before they are sorted and only ``columns`` are copied, batch by batch: the memory is the
     sort order of the selected rows (8 bytes each) plus one batch, never a sorted copy of the ops table.  The order
-    is that of sorting every read/write and filtering (the sort is stable)."""
+    is that of sorting every read/write and filtering (the sort is stable).  ``mask`` reads only the columns of
+    ``_GROUP_COLUMNS`` (on a held table of one batch it is given those rows, already gathered: ``_group_rows``)."""
     chunk = chunk or batches.CHUNK_OPS
     cols = tuple(dict.fromkeys(("proc", "file_id", "op") + tuple(columns)))
     prev = None
@@ -818,6 +819,16 @@ def ops_group_chunks(profile: JobProfile, mask=None,
     # (one table each when the ops are a source) gives the order of sorting the whole table
     # the sort keys, the selection's columns (a mask reads offsets, lengths or files) and ``columns``
     need = ("proc", "file_id", "op", "module", "start_s", "offset", "length") + tuple(columns)
+    shared = _group_rows(profile, chunk) if set(cols) <= set(_GROUP_COLUMNS) else None
+    if shared is not None:  # one batch: the selection from the POSIX reads/writes already in group order
+        keep = None if mask is None else mask(shared)
+        t = shared if keep is None or bool(keep.all()) else Table._trusted({c: shared[c][keep] for c in cols})
+        if len(t):
+            p, f, op = t["proc"], t["file_id"], t["op"]
+            same = np.zeros(len(t), bool)
+            same[1:] = (p[1:] == p[:-1]) & (f[1:] == f[:-1]) & (op[1:] == op[:-1])
+            yield t, same, None
+        return
     for o in batches.process_tables(profile.ops, need if batches.is_source(profile.ops) else None):
         keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
         if mask is not None:
@@ -842,6 +853,29 @@ def ops_group_chunks(profile: JobProfile, mask=None,
                 same[0] = prev["proc"] == p[0] and prev["file_id"] == f[0] and prev["op"] == op[0]
             yield t, same, prev
             prev = {c: t[c][-1] for c in cols}
+
+
+_GROUP_COLUMNS = ("proc", "file_id", "op", "offset", "length")
+
+
+def _group_rows(profile: JobProfile, chunk: int) -> Table | None:
+    """The POSIX reads and writes of a held ``ops`` table of at most ``chunk`` of them, in (proc, file, op, start)
+    order, columns ``_GROUP_COLUMNS``: gathered once and kept (~29 bytes per operation) for the detectors that
+    each select some of them (small ops, ops on some files), which then only filter; None for a source or more
+    rows (those are selected and gathered batch by batch)."""
+    o = profile.ops
+    if batches.is_source(o):
+        return None
+    d = memo(profile)
+    if "ops_group_rows" not in d:
+        rw = (o["op"] <= OP["write"]) & (o["module"] == 0)
+        rows = None
+        if int(np.count_nonzero(rw)) <= chunk:
+            order = _group_order(profile, o)
+            idx = (np.flatnonzero(rw) if not bool(rw.all()) else None) if order is None else order[rw[order]]
+            rows = Table._trusted({c: (o[c] if idx is None else o[c][idx]) for c in _GROUP_COLUMNS})
+        d["ops_group_rows"] = rows
+    return d["ops_group_rows"]
 
 
 def previous_rows(t: Table, prev: dict | None, column: str) -> np.ndarray:

@@ -237,3 +237,76 @@ def test_lustre_records_equal_pydarshan(rel):
         assert int(ours["stripe_count"][i]) == int(first.get("LUSTRE_COMP_STRIPE_COUNT", 0))
         ids = [int(o) for c in comps for o in c["ost_ids"]]
         assert ours["osts"][i] == ",".join(map(str, ids))
+
+
+DXT_1024 = "dxt-explorer/sample/jeanbez_8_benchmark_parallel_id45195555_8-6-50011-11681279140261054765_1628283217.darshan"
+
+
+def test_logs_decode_without_numpy_and_cross_as_arrays():
+    """A reader child decodes with darshan-util alone (it is forked before the parent imports NumPy); its buffers
+    become the same arrays as an in-process read, every module of the log."""
+    import subprocess
+    import sys
+
+    log = corpus_path(DXT_1024)
+    code = ("import sys\nfrom iodiag.analyzers.readers.darshan_decode import decode_log\n"
+            f"raw = decode_log({str(log)!r})\n"
+            "print('numpy' in sys.modules, sorted(raw['mods']))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split()[0] == "False"
+    from iodiag.analyzers.readers.darshan import read_log
+
+    direct = read_log(str(log))
+    crossed = next(iter(read_logs([str(log)])))
+    assert crossed.data is not None and sorted(crossed.data["mods"]) == sorted(direct["mods"])
+    assert "DXT_POSIX" in direct["mods"] and "LUSTRE" in direct["mods"]
+    for mod, rec in direct["mods"].items():
+        for key, want in rec.items():
+            got = crossed.data["mods"][mod][key]
+            assert np.array_equal(np.asarray(got), np.asarray(want)), (mod, key)
+
+
+def test_reader_child_and_parent_use_different_cpus():
+    """While a reader child decodes, it runs on other CPUs than its parent; the parent gets its CPUs back when the
+    read is over, whether the read was used (read_logs) or dropped (Prefetch.close)."""
+    import os
+
+    from iodiag.analyzers.readers.isolate import prefetch
+
+    before = os.sched_getaffinity(0)
+    if len(before) < 2:
+        pytest.skip(f"one CPU allowed ({sorted(before)}): nothing to split")
+    log = str(corpus_path(DXT_1024))
+    pre = prefetch([log])
+    pid = pre._child[0]
+    try:
+        mine = os.sched_getaffinity(0)
+        try:
+            child = os.sched_getaffinity(pid)
+        except ProcessLookupError:
+            child = None  # already done and reaped: nothing left to compare
+        assert len(mine) == 1 and mine < before
+        if child is not None:
+            assert not (child & mine) and child <= before
+        got = list(read_logs([log], prefetched=pre))
+        assert got[0].data is not None
+        assert os.sched_getaffinity(0) == before
+    finally:
+        pre.close()
+    pre = prefetch([log])
+    assert len(os.sched_getaffinity(0)) == 1
+    pre.close()
+    assert os.sched_getaffinity(0) == before
+
+
+def test_damaged_dxt_buffer_is_that_modules_loss():
+    """Buffers that disagree with their records' counts lose their module, with the cause, not the log."""
+    from iodiag.analyzers.readers.darshan import as_arrays
+    from iodiag.analyzers.readers.darshan_decode import decode_log
+
+    raw = decode_log(str(corpus_path(DXT_1024)))
+    raw["mods"]["DXT_POSIX"]["rec_writes"][0] += 1  # one segment more than the buffer holds
+    data = as_arrays(raw)
+    assert "DXT_POSIX" not in data["mods"] and "DXT_MPIIO" in data["mods"]
+    assert any(m == "DXT_POSIX" and "could not be decoded" in why for m, why in data["losses"])

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from .darshan import ALL_MODULES, LogReadError, read_log
+from .darshan_decode import ALL_MODULES, LogReadError, decode_log
 
 _HDR = struct.Struct("<Q")
 CHILD_MEMORY_LIMIT = 16 << 30  # bytes of address space a reader child may use
@@ -163,7 +163,7 @@ def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int, fd
     _child_setup()
     for i, path in enumerate(paths):
         _send(wfd, ("start", i))
-        r = _read_one(path, modules, names)
+        r = _read_one(path, modules, names, raw=True)  # NumPy arrays are the parent's to make (see _arrays)
         _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error), fdsock)
     _send(wfd, ("done",))
 
@@ -308,10 +308,57 @@ def _salvage(res: LogResult, core: tuple, optional: tuple, *, names: bool, timeo
     return best
 
 
+# -- the reader child and its parent on different CPUs ----------------------------------------------------------
+#
+# Linux places a forked child on its parent's CPU and may leave it there: on the 2-CPU VMs the benchmarks ran on,
+# a child decoding while its parent imports NumPy shared one CPU for the whole read (the parent's imports took
+# twice as long, and both used ~20 % more CPU time).  So while a reader child runs, the parent keeps to the CPU
+# it is on and the child gets the others; the parent's own CPU set comes back when the read is over
+# (``_unsplit``).  With a single CPU allowed, nothing changes.  (Affinity is per thread on Linux: a thread that
+# reads logs narrows only itself.)
+
+_SPLIT: dict[int, tuple[set[int], set[int]]] = {}  # thread -> (its CPU set, the CPUs left to its children)
+
+
+def _split_cpus() -> set[int] | None:
+    """Narrow the calling thread to the CPU it is on; the CPUs left for a child (None: no split)."""
+    import _thread
+
+    me = _thread.get_ident()
+    if me in _SPLIT:  # a second child of the same read: the same halves
+        return _SPLIT[me][1]
+    try:
+        allowed = os.sched_getaffinity(0)
+        if len(allowed) < 2:
+            return None
+        with open("/proc/thread-self/stat", "rb") as fh:  # field 39: the CPU this thread last ran on
+            cur = int(fh.read().rsplit(b")", 1)[1].split()[36])
+        if cur not in allowed:
+            return None
+        os.sched_setaffinity(0, {cur})
+    except (AttributeError, OSError, ValueError, IndexError):
+        return None
+    _SPLIT[me] = (allowed, allowed - {cur})
+    return allowed - {cur}
+
+
+def _unsplit() -> None:
+    """Give the calling thread back the CPUs it had before ``_split_cpus``."""
+    import _thread
+
+    got = _SPLIT.pop(_thread.get_ident(), None)
+    if got is not None:
+        try:
+            os.sched_setaffinity(0, got[0])
+        except OSError:
+            pass
+
+
 def _start_child(batch: list[str], modules: tuple[str, ...], names: bool) -> tuple[int, int, Any]:
     """Fork a reader child for ``batch``: (pid, read end of its pipe, socket of its memfds or None)."""
     rfd, wfd = os.pipe()
     psock, csock = _oob_channel()
+    others = _split_cpus()
     pid = os.fork()
     if pid == 0:  # child
         try:
@@ -321,6 +368,11 @@ def _start_child(batch: list[str], modules: tuple[str, ...], names: bool) -> tup
             _child(batch, modules, names, wfd, csock)
         finally:
             os._exit(0)  # never run the parent's cleanup (or free a damaged handle)
+    if others:
+        try:
+            os.sched_setaffinity(pid, others)  # (set here, not in the child: in place when fork returns)
+        except OSError:  # the child is gone already
+            pass
     os.close(wfd)
     if csock is not None:
         csock.close()
@@ -349,6 +401,7 @@ class Prefetch:
         child, self._child = self._child, None
         if child is None:
             return
+        _unsplit()
         pid, rfd, psock = child
         try:
             os.kill(pid, signal.SIGKILL)
@@ -436,7 +489,7 @@ def _read_logs(
                 if kind == "start":
                     current = msg[1]
                 elif kind == "ok":
-                    yield LogResult(batch[msg[1]], data=msg[2])
+                    yield _arrays(batch[msg[1]], msg[2])
                     current, next_index = None, msg[1] + 1
                     if progress:
                         progress(1)
@@ -449,6 +502,7 @@ def _read_logs(
                     start = len(paths)
                     break
         finally:
+            _unsplit()
             os.close(rfd)
             if psock is not None:
                 psock.close()
@@ -525,12 +579,25 @@ def resolve(fn_path: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(mod), name)
 
 
-def _read_one(path: str, modules: tuple[str, ...], names: bool) -> LogResult:
+def _read_one(path: str, modules: tuple[str, ...], names: bool, *, raw: bool = False) -> LogResult:
+    """One log decoded; as arrays (``darshan.read_log``), or ``raw`` as the decoder's buffers (``decode_log``: no
+    NumPy, for a reader child whose parent makes the arrays)."""
     try:
-        return LogResult(path, data=read_log(path, modules, names=names))
+        data = decode_log(path, modules, names=names)
     except LogReadError as exc:
         return LogResult(path, error_kind="unreadable", error=str(exc))
     except Exception as exc:  # noqa: BLE001 - anything inside the reader becomes a per-log error
+        return LogResult(path, error_kind="unreadable", error=f"{type(exc).__name__}: {exc}")
+    return LogResult(path, data=data) if raw else _arrays(path, data)
+
+
+def _arrays(path: str, data: dict[str, Any]) -> LogResult:
+    """A decoded log (``decode_log``'s buffers) with its arrays made (``darshan.as_arrays``)."""
+    from .darshan import as_arrays  # NumPy: imported by whoever makes arrays, never by a reader child
+
+    try:
+        return LogResult(path, data=as_arrays(data))
+    except Exception as exc:  # noqa: BLE001 - a result that makes no sense is that log's error
         return LogResult(path, error_kind="unreadable", error=f"{type(exc).__name__}: {exc}")
 
 

@@ -1,0 +1,325 @@
+"""Decode one Darshan log with darshan-util into plain buffers, without NumPy (a "raw log" dict).
+
+This is the half of reading a log that calls C: darshan-util decompresses and
+decodes each record, and its bytes are copied as-is into growing buffers (one
+per module, records side by side, each handed out as a ``pickle.PickleBuffer``
+so that it crosses to a parent process out of band).  ``darshan.as_arrays``
+then views those buffers as NumPy columns.
+
+Keeping NumPy out of this half lets a reader child (``isolate.py``) start
+decoding before its parent has imported NumPy (~40 ms), so the log is read
+while the parent starts up instead of after.  Nothing here interprets the
+binary format: record layouts come from the C declarations (``ffi.offsetof``).
+"""
+
+from __future__ import annotations
+
+import array
+import mmap
+import os
+import sys
+from pickle import PickleBuffer
+from typing import Any, Iterable
+
+from .darshan_lib import MOD_NAMES, STRUCTS, counter_names, lib
+
+# modules whose counters land in profile.counters
+COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
+DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+ALL_MODULES = COUNTER_MODULES + ("LUSTRE", "HEATMAP") + DXT_MODULES
+# modules we know but do not decode (AutoPerf, BG/Q): reported as present, never fatal
+OPAQUE_MODULES = ("APXC", "APMPI", "BG/Q", "MDHIM")
+
+_LOST_RECORD = "darshan-util could not decode a record (log damaged or truncated); later records of this module are lost"
+
+
+class LogReadError(Exception):
+    """A log that darshan-util refuses; carries a one-line cause."""
+
+
+def _iter_raw(handle, idx: int, losses: list, mod: str):
+    """Yield raw C record pointers of one module until the module is exhausted (darshan-util allocates each)."""
+    ffi, L = lib()
+    buf = ffi.new("void **")
+    while True:
+        buf[0] = ffi.NULL  # darshan-util allocates a record of the right size when NULL
+        r = L.darshan_log_get_record(handle, idx, buf)
+        if r < 0:
+            losses.append((mod, _LOST_RECORD))
+            return
+        if r == 0:
+            return
+        try:
+            yield buf[0]
+        finally:
+            L.darshan_free(buf[0])
+            buf[0] = ffi.NULL
+
+
+class _Buffer:
+    """A growing byte buffer that C writes into: an anonymous mapping, so pages nobody writes cost no memory and
+    growing remaps the pages instead of copying them (a bytearray grown record by record copies itself ~8 times
+    over: ~20 ms for the 9 MB of a 1024-process DXT log)."""
+
+    def __init__(self, cap: int) -> None:
+        self.ffi = lib()[0]
+        self.map = mmap.mmap(-1, max(cap, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # private: a shared one cannot grow
+        self._c = self.ffi.from_buffer(self.map)
+        self.base = self.ffi.cast("char *", self._c)
+        self.used = 0
+
+    def reserve(self, nbytes: int):
+        """A C pointer to the end of the buffer, with room for ``nbytes`` more (``used`` is the caller's to move)."""
+        need = self.used + nbytes
+        if need > len(self.map):
+            self.ffi.release(self._c)  # no resizing while C holds the address
+            self.map.resize(max(need, 2 * len(self.map)))
+            self._c = self.ffi.from_buffer(self.map)
+            self.base = self.ffi.cast("char *", self._c)
+        return self.base + self.used
+
+    def append(self, src, nbytes: int) -> None:
+        self.ffi.memmove(self.reserve(nbytes), src, nbytes)
+        self.used += nbytes
+
+    def done(self) -> PickleBuffer:
+        """The bytes written, out of band when pickled (an empty buffer as an empty bytearray)."""
+        self.ffi.release(self._c)
+        if not self.used:
+            self.map.close()
+            return PickleBuffer(bytearray())
+        self.map.resize(self.used)
+        return PickleBuffer(self.map)
+
+
+def record_layout(mod: str) -> dict[str, Any]:
+    """Where a fixed-size module's fields sit in its C struct: byte offsets, counts and the record size."""
+    ffi, _ = lib()
+    struct = STRUCTS[mod]
+    base = ffi.offsetof(struct, "base_rec")
+    return {
+        "itemsize": ffi.sizeof(struct), "id": base, "rank": base + 8,
+        "file_rec_id": ffi.offsetof(struct, "file_rec_id") if mod in ("H5D", "PNETCDF_VAR") else None,
+        "counters": ffi.offsetof(struct, "counters"), "fcounters": ffi.offsetof(struct, "fcounters"),
+        "counter_names": counter_names(mod), "fcounter_names": counter_names(mod, True),
+    }
+
+
+def _decode_fixed(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
+    """Every record of a fixed-size module, decoded by darshan-util straight into one buffer.
+
+    darshan-util writes a record into the buffer it is given (it only allocates when handed NULL), so records
+    land side by side in a growing buffer: no allocation, copy or Python object per record."""
+    ffi, L = lib()
+    layout = record_layout(mod)
+    size = layout["itemsize"]
+    get = L.darshan_log_get_record
+    out = _Buffer(16 * size)
+    slot = ffi.new("void **")
+    n = 0
+    while True:
+        slot[0] = out.reserve(size)
+        r = get(handle, idx, slot)
+        if r < 0:
+            losses.append((mod, _LOST_RECORD))
+            break
+        if r == 0:
+            break
+        out.used += size
+        n += 1
+    return {"kind": "fixed", "n": n, "records": out.done(), "layout": layout}
+
+
+_LUSTRE_MAX_COMPS = 1 << 12  # Lustre allows a few dozen layout components per file
+_LUSTRE_MAX_STRIPES = 1 << 16  # and a few thousand stripes
+
+
+def _decode_lustre(handle, idx: int, losses: list) -> dict[str, Any]:
+    """LUSTRE records: darshan-util allocates each as one block (the record struct, its components, its OST
+    ids), copied out whole, one after the other; ``darshan.as_arrays`` reads them together with NumPy."""
+    ffi, L = lib()
+    names = counter_names("LUSTRE_COMP")
+    rec_words = ffi.sizeof("struct darshan_lustre_record") // 8
+    comp_words = ffi.sizeof("struct darshan_lustre_component") // 8
+    get, free, null = L.darshan_log_get_record, L.darshan_free, ffi.NULL
+    slot = ffi.new("int64_t **")  # the record comes back already typed as 64-bit words
+    vslot = ffi.cast("void **", slot)
+    words = _Buffer(1 << 16)
+    sizes = array.array("q")
+    while True:
+        slot[0] = null  # darshan-util allocates each record (its size depends on the record)
+        r = get(handle, idx, vslot)
+        if r < 0:
+            losses.append(("LUSTRE", _LOST_RECORD))
+            break
+        if r == 0:
+            break
+        p = slot[0]
+        ncomp, nstripes = p[2], p[3]
+        if not (-1 < ncomp <= _LUSTRE_MAX_COMPS and -1 < nstripes <= _LUSTRE_MAX_STRIPES):
+            # counts no Lustre file has: darshan-util sized its allocation from them with int arithmetic,
+            # so the block cannot be trusted to hold what they say
+            free(p)
+            losses.append(("LUSTRE", f"a record claims {ncomp} layout components and {nstripes} stripes: the log is "
+                                     "damaged; later records of this module are lost"))
+            break
+        n = 4 if ncomp < 1 else rec_words + ncomp * comp_words + nstripes  # without components: base, counts
+        words.append(p, n * 8)
+        sizes.append(n)
+        free(p)
+    return {"kind": "lustre", "n": len(sizes), "words": words.done(), "sizes": sizes,
+            "rec_words": rec_words, "comp_words": comp_words,
+            "stripe_size_at": names.index("LUSTRE_COMP_STRIPE_SIZE"), "stripe_count_at": names.index("LUSTRE_COMP_STRIPE_COUNT")}
+
+
+def _decode_dxt(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
+    """A DXT module: per record its file, rank, host and write/read counts; its segments (offset, length, start,
+    end: 32 bytes each, each record's [writes..., reads...]) copied once, side by side, into one buffer."""
+    ffi, _ = lib()
+    hdr = ffi.sizeof("struct dxt_file_record")
+    seg = ffi.sizeof("struct segment_info")  # offset, length (int64), start, end (double)
+    ids, ranks, wcounts, rcounts = array.array("Q"), array.array("q"), array.array("q"), array.array("q")
+    hosts: list[str] = []
+    segments = _Buffer(seg << 20)  # room for 1M segments from the start (only the pages written cost memory)
+    cast, string = ffi.cast, ffi.string
+    for p in _iter_raw(handle, idx, losses, mod):
+        rec = cast("struct dxt_file_record *", p)
+        w, r = rec.write_count, rec.read_count
+        ids.append(rec.base_rec.id)
+        ranks.append(rec.base_rec.rank)
+        hosts.append(string(rec.hostname).decode("utf-8", "replace"))
+        wcounts.append(w)
+        rcounts.append(r)
+        if w + r:
+            segments.append(cast("char *", p) + hdr, (w + r) * seg)
+    return {"kind": "dxt", "n": len(ids), "rec_file_id": ids, "rec_rank": ranks, "rec_host": hosts,
+            "rec_writes": wcounts, "rec_reads": rcounts, "segments": segments.done()}
+
+
+def _decode_heatmap(handle, idx: int, losses: list) -> dict[str, Any]:
+    ffi, _ = lib()
+    ids, ranks, widths, nb = array.array("Q"), array.array("q"), array.array("d"), array.array("q")
+    wb, rb = _Buffer(1 << 16), _Buffer(1 << 16)
+    for p in _iter_raw(handle, idx, losses, "HEATMAP"):
+        rec = ffi.cast("struct darshan_heatmap_record *", p)
+        n = int(rec.nbins)
+        ids.append(rec.base_rec.id)
+        ranks.append(rec.base_rec.rank)
+        widths.append(float(rec.bin_width_seconds))
+        nb.append(n)
+        if n:
+            wb.append(rec.write_bins, 8 * n)
+            rb.append(rec.read_bins, 8 * n)
+    return {"kind": "heatmap", "n": len(ids), "rec_file_id": ids, "rec_rank": ranks, "bin_width_s": widths, "nbins": nb,
+            "write_bins": wb.done(), "read_bins": rb.done()}
+
+
+def read_header(handle) -> dict[str, Any]:
+    ffi, L = lib()
+    job = ffi.new("struct darshan_job *")
+    if L.darshan_log_get_job(handle, job) < 0:
+        raise LogReadError("the job header cannot be decoded")
+    runtime = ffi.new("double *")
+    L.darshan_log_get_job_runtime(handle, job[0], runtime)
+    meta: dict[str, str] = {}
+    for kv in ffi.string(job.metadata).decode("utf-8", "replace").split("\n"):
+        if "=" in kv:
+            k, v = kv.split("=", 1)
+            meta[k] = v
+    exe = ffi.new("char[]", 4096)
+    L.darshan_log_get_exe(handle, exe)
+    mnts = ffi.new("struct darshan_mnt_info **")
+    cnt = ffi.new("int *")
+    mounts: list[tuple[str, str]] = []
+    if L.darshan_log_get_mounts(handle, mnts, cnt) >= 0:
+        for i in range(cnt[0]):
+            mounts.append((ffi.string(mnts[0][i].mnt_path).decode("utf-8", "replace"), ffi.string(mnts[0][i].mnt_type).decode("utf-8", "replace")))
+        if cnt[0]:
+            L.darshan_free(mnts[0])
+    mods = ffi.new("struct darshan_mod_info **")
+    L.darshan_log_get_modules(handle, mods, cnt)
+    modules = {}
+    for i in range(cnt[0]):
+        m = mods[0][i]
+        modules[ffi.string(m.name).decode()] = {"len": int(m.len), "ver": int(m.ver), "idx": int(m.idx), "partial": bool(m.partial_flag)}
+    if cnt[0]:
+        L.darshan_free(mods[0])
+    return {
+        "uid": int(job.uid), "start_sec": int(job.start_time_sec), "start_nsec": int(job.start_time_nsec),
+        "end_sec": int(job.end_time_sec), "end_nsec": int(job.end_time_nsec), "nprocs": int(job.nprocs),
+        "jobid": int(job.jobid), "runtime_s": float(runtime[0]), "metadata": meta,
+        "log_format": ffi.string(ffi.cast("char *", handle)).decode("ascii", "replace"),
+        "exe": ffi.string(exe).decode("utf-8", "replace"), "mounts": mounts, "modules": modules,
+    }
+
+
+def _names(handle) -> dict[int, str]:
+    ffi, L = lib()
+    nrecs = ffi.new("struct darshan_name_record **")
+    cnt = ffi.new("int *")
+    L.darshan_log_get_name_records(handle, nrecs, cnt)
+    n = cnt[0]
+    if not n:
+        return {}
+    recs, string, free = nrecs[0], ffi.string, L.darshan_free
+    # the ids in one view of the (id, name pointer) array; only the names need a call each
+    size = ffi.sizeof("struct darshan_name_record")
+    if size % 8 == 0 and ffi.offsetof("struct darshan_name_record", "id") == 0 and sys.byteorder == "little":
+        ids = memoryview(ffi.buffer(recs, n * size)).cast("Q")[:: size // 8].tolist()
+    else:  # a layout we did not expect: one look-up per record
+        ids = [int(recs[i].id) for i in range(n)]
+    raw = []
+    for i in range(n):
+        name = recs[i].name
+        raw.append(string(name))
+        free(name)
+    free(recs)
+    return dict(zip(ids, [b.decode("utf-8", "replace") for b in raw]))
+
+
+_DECODERS = {"LUSTRE": _decode_lustre, "HEATMAP": _decode_heatmap}
+
+
+def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names: bool = True) -> dict[str, Any]:
+    """Decode one log into a raw log: ``{"path", "header", "mods": {module: raw module}, "losses", "names"}``.
+    ``modules=()`` reads only the header (fast listing)."""
+    ffi, L = lib()
+    if not os.path.isfile(path):
+        raise LogReadError("not a file")
+    if os.path.getsize(path) == 0:
+        raise LogReadError("the file is empty (0 bytes): the process that wrote it probably died before Darshan's shutdown")
+    handle = L.darshan_log_open(os.fsencode(path))
+    if handle == ffi.NULL:
+        raise LogReadError("darshan-util cannot open it: not a Darshan log, or its header is damaged")
+    try:
+        header = read_header(handle)
+        data: dict[str, Any] = {"path": path, "header": header, "mods": {}, "losses": []}
+        want = set(modules or ())
+        losses: list = data["losses"]
+        for mod, info in header["modules"].items():
+            if mod not in want:
+                continue
+            idx = MOD_NAMES.index(mod) if mod in MOD_NAMES else info["idx"]
+            try:
+                if mod in COUNTER_MODULES:
+                    rec = _decode_fixed(handle, idx, mod, losses)
+                elif mod in DXT_MODULES:
+                    rec = _decode_dxt(handle, idx, mod, losses)
+                elif mod in _DECODERS:
+                    rec = _DECODERS[mod](handle, idx, losses)
+                else:
+                    continue
+            except (MemoryError, RecursionError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - one damaged module must not cost the others
+                losses.append((mod, f"this module's region could not be decoded ({type(exc).__name__}: {exc}); "
+                                    "every other module is reported"))
+                continue
+            data["mods"][mod] = rec
+            if info["len"] > 0 and rec["n"] == 0 and not any(m == mod for m, _ in losses):
+                losses.append((mod, f"the header says this module holds {info['len']} bytes but no record could be read: the log is truncated or damaged"))
+        if names and want:
+            data["names"] = _names(handle)
+        return data
+    finally:
+        L.darshan_log_close(handle)

@@ -310,3 +310,26 @@ def test_damaged_dxt_buffer_is_that_modules_loss():
     data = as_arrays(raw)
     assert "DXT_POSIX" not in data["mods"] and "DXT_MPIIO" in data["mods"]
     assert any(m == "DXT_POSIX" and "could not be decoded" in why for m, why in data["losses"])
+
+
+def test_decoder_buffers_grow_without_mremap(monkeypatch):
+    """Where a mapping cannot be resized in place (no mremap: macOS), the decoder's buffers grow by a copy and the
+    log reads the same."""
+    import mmap
+
+    from iodiag.analyzers.readers import darshan_decode
+    from iodiag.analyzers.readers.darshan import as_arrays, read_log
+
+    log = str(corpus_path(DXT_1024))
+    want = read_log(log)
+
+    class NoResize(mmap.mmap):
+        def resize(self, size):
+            raise SystemError("mmap: resizing not available--no mremap()")
+
+    monkeypatch.setattr(darshan_decode.mmap, "mmap", NoResize)
+    got = as_arrays(darshan_decode.decode_log(log))
+    assert sorted(got["mods"]) == sorted(want["mods"]) and got["losses"] == want["losses"]
+    for mod, rec in want["mods"].items():
+        for key, col in rec.items():
+            assert np.array_equal(np.asarray(got["mods"][mod][key]), np.asarray(col)), (mod, key)

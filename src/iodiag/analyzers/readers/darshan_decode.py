@@ -73,10 +73,19 @@ class _Buffer:
         need = self.used + nbytes
         if need > len(self.map):
             self.ffi.release(self._c)  # no resizing while C holds the address
-            self.map.resize(max(need, 2 * len(self.map)))
+            self._grow(max(need, 2 * len(self.map)))
             self._c = self.ffi.from_buffer(self.map)
             self.base = self.ffi.cast("char *", self._c)
         return self.base + self.used
+
+    def _grow(self, size: int) -> None:
+        try:
+            self.map.resize(size)  # Linux: mremap, no copy
+        except (OSError, SystemError, ValueError):  # no mremap (macOS): a larger mapping and one copy
+            bigger = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            bigger[:self.used] = self.map[:self.used]
+            self.map.close()
+            self.map = bigger
 
     def append(self, src, nbytes: int) -> None:
         self.ffi.memmove(self.reserve(nbytes), src, nbytes)
@@ -88,7 +97,10 @@ class _Buffer:
         if not self.used:
             self.map.close()
             return PickleBuffer(bytearray())
-        self.map.resize(self.used)
+        try:
+            self.map.resize(self.used)
+        except (OSError, SystemError, ValueError):  # no mremap: the bytes written, viewed
+            return PickleBuffer(memoryview(self.map)[:self.used])
         return PickleBuffer(self.map)
 
 

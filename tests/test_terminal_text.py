@@ -85,3 +85,12 @@ def test_table_gives_way_in_its_first_column():
     assert lines[0] == "Top"
     assert all(cell_len(line) <= 40 for line in lines)
     assert lines[-1].lstrip().startswith("…") and "file.nc" in lines[-1] and lines[-1].rstrip().endswith("1.0 GiB")
+
+
+def test_a_percent_sign_stays_with_its_number():
+    out = Lines(width=24, color=False)
+    out.line("(~0.04 s of the run, 0.5 %)", hang=2)
+    out.line("abcdefghij klmnopqrstu 12 %")
+    lines = out.text().splitlines()
+    assert not any(line.lstrip().startswith("%") for line in lines), lines
+    assert "0.5 %)" in out.text() and "12 %" in out.text()

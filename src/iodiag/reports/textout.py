@@ -44,7 +44,12 @@ def _words(segments: Iterable[Segment], default: str | None) -> list[tuple[str, 
     out: list[tuple[str, str | None]] = []
     for seg in segments:
         text, style = (seg, default) if isinstance(seg, str) else (seg[0], seg[1] or default)
-        out += [(piece, style) for piece in _PIECES.findall(clean(text))]
+        for piece in _PIECES.findall(clean(text)):
+            # a unit stays with its number ("0.5 %"): a line never starts with "%"
+            if piece[0] == "%" and len(out) > 1 and out[-1][0] == " " and out[-2][0][0] != " " and out[-2][1] == style:
+                out[-2:] = [(out[-2][0] + " " + piece, style)]
+            else:
+                out.append((piece, style))
     return out
 
 

@@ -333,3 +333,25 @@ def test_decoder_buffers_grow_without_mremap(monkeypatch):
     for mod, rec in want["mods"].items():
         for key, col in rec.items():
             assert np.array_equal(np.asarray(got["mods"][mod][key]), np.asarray(col)), (mod, key)
+
+
+def test_reader_threads_other_than_main_keep_their_cpus():
+    """Only the main thread narrows itself while its reader child runs; a worker thread's read changes nothing."""
+    import os
+    import threading
+
+    before = os.sched_getaffinity(0)
+    if len(before) < 2:
+        pytest.skip(f"one CPU allowed ({sorted(before)}): nothing to split")
+    seen = []
+
+    def read():
+        it = read_logs([str(corpus_path(DXT_1024))])
+        first = next(it)
+        seen.append((first.data is not None, os.sched_getaffinity(0)))
+        list(it)
+
+    t = threading.Thread(target=read)
+    t.start()
+    t.join()
+    assert seen == [(True, before)]

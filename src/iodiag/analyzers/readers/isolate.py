@@ -314,8 +314,8 @@ def _salvage(res: LogResult, core: tuple, optional: tuple, *, names: bool, timeo
 # a child decoding while its parent imports NumPy shared one CPU for the whole read (the parent's imports took
 # twice as long, and both used ~20 % more CPU time).  So while a reader child runs, the parent keeps to the CPU
 # it is on and the child gets the others; the parent's own CPU set comes back when the read is over
-# (``_unsplit``).  With a single CPU allowed, nothing changes.  (Affinity is per thread on Linux: a thread that
-# reads logs narrows only itself.)
+# (``_unsplit``).  With a single CPU allowed, nothing changes.  Only a process's main thread splits (affinity is
+# per thread on Linux): threads reading side by side, as a Dask worker's may, would otherwise pile onto one CPU.
 
 _SPLIT: dict[int, tuple[set[int], set[int]]] = {}  # thread -> (its CPU set, the CPUs left to its children)
 
@@ -327,6 +327,8 @@ def _split_cpus() -> set[int] | None:
     me = _thread.get_ident()
     if me in _SPLIT:  # a second child of the same read: the same halves
         return _SPLIT[me][1]
+    if _thread.get_native_id() != os.getpid():  # not the main thread (e.g. one of a Dask worker's): left as it is
+        return None
     try:
         allowed = os.sched_getaffinity(0)
         if len(allowed) < 2:

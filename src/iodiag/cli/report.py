@@ -39,7 +39,7 @@ def report_cmd(
     job: Optional[str] = typer.Option(None, "--job", help="When a folder holds several jobs: the job id to report."),
     take_all: bool = typer.Option(False, "--all", help="When a folder holds several jobs: report all its logs as one job."),
     obfuscate: bool = typer.Option(False, "--obfuscate", help="Replace paths, user and executable names with stable hashes."),
-    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Colour the terminal report (default: when stdout is a terminal)."),
+    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Colour the terminal report (default: when stdout is a terminal and $NO_COLOR is not set)."),
 ) -> None:
     run_guarded(lambda: _report(
         target=target, json_out=json_out, json_file=json_file, html=html or html_path is not None, html_path=html_path,

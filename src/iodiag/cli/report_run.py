@@ -57,7 +57,11 @@ def _report_body(*, target, json_out, json_file, html, html_path, config_file, s
         return
     from ..reports.terminal import render_terminal
 
-    use_color = sys.stdout.isatty() if color is None else color
+    if color is None:  # colour on a terminal, unless $NO_COLOR is set (no-color.org) or the terminal is dumb
+        import os
+
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    use_color = bool(color)
     width = max(60, min(terminal_columns(), 160))
     sys.stdout.write(render_terminal(report, color=use_color, width=width))
 

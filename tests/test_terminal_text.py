@@ -94,3 +94,22 @@ def test_a_percent_sign_stays_with_its_number():
     lines = out.text().splitlines()
     assert not any(line.lstrip().startswith("%") for line in lines), lines
     assert "0.5 %)" in out.text() and "12 %" in out.text()
+
+
+def test_wrapping_property_on_random_text():
+    """Random words, spaces, wide and combining characters, control characters, widths and indents: every line fits,
+    and the characters other than white space come out as they went in (control characters as "?")."""
+    import random
+
+    rng = random.Random(5)
+    alphabet = ["a", "b", "c", " ", " ", "  ", "%", "数", "é", "\u0301", "x" * 30, "\t", "\x1b"]
+    for _ in range(1000):
+        width, hang = rng.randint(20, 120), rng.choice([None, 0, 2, 4, 8, 11, 40])
+        segs = [("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))), rng.choice([None, "bold", "dim red"]))
+                for _ in range(rng.randint(1, 4))]
+        out = Lines(width=width, color=rng.random() < 0.5)
+        out.line(*segs, hang=hang)
+        text = ANSI.sub("", out.text())
+        assert all(cell_len(line) <= width for line in text.splitlines()), (width, segs)
+        sent = "".join(s for s, _ in segs).replace("\t", "?").replace("\x1b", "?")
+        assert "".join(text.split()) == "".join(sent.split()), segs

@@ -171,27 +171,13 @@ def test_help_has_examples():
 @pytest.mark.parametrize("env, coloured", [({}, True), ({"NO_COLOR": "1"}, False), ({"TERM": "dumb"}, False)])
 def test_terminal_colour_follows_the_terminal_and_no_color(env, coloured):
     """On a terminal the report is coloured, unless $NO_COLOR is set (no-color.org) or the terminal is dumb."""
-    import pty
-    import subprocess
     import sys
 
+    from test_run_terminal import _run_on_pty
+
     log = corpus_path("darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan")
-    master, slave = pty.openpty()
-    full = {**os.environ, "TERM": "xterm", "COLUMNS": "100", **env}
-    full.pop("NO_COLOR", None) if "NO_COLOR" not in env else None
-    proc = subprocess.Popen([sys.executable, "-m", "iodiag", "report", str(log)], stdout=slave, stderr=subprocess.DEVNULL,
-                            env=full)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    assert proc.wait(timeout=120) == 0
-    assert b"Diagnosis" in out
-    assert (b"\x1b[" in out) == coloured
+    full = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    full.update({"TERM": "xterm", "COLUMNS": "100", **env})
+    code, out = _run_on_pty([sys.executable, "-m", "iodiag", "report", str(log)], full)
+    assert code == 0 and "Diagnosis" in out
+    assert ("\x1b[" in out) == coloured

@@ -227,3 +227,45 @@ def test_time_order_falls_back_where_buckets_cannot_tell():
     same = np.full(n, 3.25)
     for col in (t, ties, nan, same, np.arange(n, 0, -1, dtype="f8"), rng.random(10)):
         assert np.array_equal(stable_argsort_times(col), np.argsort(col, kind="stable"))
+
+
+def test_a_one_process_dxt_log_is_held_whatever_its_size(monkeypatch):
+    """A source of one process would re-make the whole table at every reading for no memory saved: held."""
+    from iodiag.analyzers.batches import is_source
+    from iodiag.analyzers.load import load_job
+
+    path = CORPUS / LOGS[0]
+    if not path.is_file():
+        pytest.skip(f"corpus log {LOGS[0]} not found")
+    monkeypatch.setattr(batches, "CHUNK_OPS", 997)
+    prof = load_job([str(path)])
+    assert len(prof.ops) > 2 * 997 and len(np.unique(prof.ops["proc"])) == 1 and not is_source(prof.ops)
+
+
+@pytest.mark.parametrize("rel", [LOGS[1]])
+def test_a_dxt_source_stands_for_the_dxt_table(rel, monkeypatch):
+    """A Darshan DXT log of many processes too large to hold (here: batches of 997) keeps its operations as an
+    OpsSource made from the decoded segments one process at a time: each process's rows are exactly its rows of
+    the held table, the files and the per-process I/O time are the same, and the whole table is never built."""
+    from iodiag.analyzers.batches import OpsSource, is_source, process_tables
+    from iodiag.analyzers.load import load_job
+    from iodiag.analyzers.timemodel import time_model_of
+
+    path = CORPUS / rel
+    if not path.is_file():
+        pytest.skip(f"corpus log {rel} not found")
+    held = load_job([str(path)])
+    monkeypatch.setattr(batches, "CHUNK_OPS", 997)
+    streamed = load_job([str(path)])
+    assert isinstance(streamed.ops, OpsSource) and not is_source(held.ops)
+    whole = held.ops
+    assert len(streamed.ops) == len(whole) > 3 * 997
+    parts = list(process_tables(streamed.ops))
+    assert len(parts) == len(np.unique(whole["proc"]))
+    for part in parts:
+        mine = whole.filter(whole["proc"] == part["proc"][0])
+        for c in whole.columns:
+            assert np.array_equal(part[c], mine[c]), c
+    assert np.array_equal(streamed.files["file_id"], held.files["file_id"])
+    assert np.array_equal(time_model_of(streamed).proc_io_s, time_model_of(held).proc_io_s)
+    assert streamed.ops._table is None

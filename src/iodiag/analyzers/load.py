@@ -22,7 +22,7 @@ from ..profile import (
     Table,
     empty_table,
 )
-from .batches import OpsBuilder, chunks
+from .batches import OpsBuilder, OpsSource, chunks, streams
 from .readers.darshan import ALL_MODULES, COUNTER_MODULES, dxt_columns, dxt_segment_keys
 from .readers.isolate import LogResult, read_logs
 
@@ -181,23 +181,46 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
             f"no log of this job could be read: {where}: {first.cause if first else 'nothing to read'}",
             hint="check the file is a complete Darshan log (darshan-parser FILE); logs of killed processes may be empty",
         )
-    fold = _JobFold(issues, n_ops=sum(len(rec["segments"]) for r in good for mod in ("DXT_POSIX", "DXT_MPIIO")
-                                      if (rec := r.data["mods"].get(mod)) is not None))
+    n_ops = sum(len(rec["segments"]) for r in good for mod in ("DXT_POSIX", "DXT_MPIIO")
+                if (rec := r.data["mods"].get(mod)) is not None)
+    # a source pays for its memory with a re-made process table per reading: only worth it when no one process
+    # holds most of the operations (then one process's table is close to the whole table anyway)
+    stream = streams(n_ops) and _largest_process_ops(good) <= n_ops // 2
+    fold = _JobFold(issues, n_ops=n_ops, stream=stream)
     for li, r in enumerate(good):
         fold.add_log(li, r)
     return fold.profile(results, good, job_id)
 
 
+def _largest_process_ops(good: Sequence[LogResult]) -> int:
+    """The most DXT segments any one process of the job has (each log's ranks are its own processes)."""
+    largest = 0
+    for r in good:
+        ranks, counts = [], []
+        for mod in ("DXT_POSIX", "DXT_MPIIO"):
+            rec = r.data["mods"].get(mod)
+            if rec is not None and len(rec["rec_rank"]):
+                ranks.append(rec["rec_rank"])
+                counts.append(rec["rec_writes"] + rec["rec_reads"])
+        if ranks:
+            _, inv = np.unique(np.concatenate(ranks), return_inverse=True)
+            largest = max(largest, int(np.bincount(inv, weights=np.concatenate(counts)).max()))
+    return largest
+
+
 class _JobFold:
     """The pieces of one job's profile, accumulated log by log."""
 
-    def __init__(self, issues: list[LoadIssue], n_ops: int) -> None:
+    def __init__(self, issues: list[LoadIssue], n_ops: int, stream: bool = False) -> None:
         self.issues = issues
         self.proc_cols: dict[str, list[np.ndarray]] = {k: [] for k in ("proc", "log", "rank", "pid", "host", "exe", "log_path",
                                                                        "start_s", "end_s", "partial")}
         self.counters: dict[str, list[dict[str, np.ndarray]]] = {}
         self.blocks: dict[str, list[tuple]] = {}  # module -> the 2-D counter arrays its columns are taken from, per log
-        self.ops = OpsBuilder(n_ops)
+        # a job too large to hold keeps its DXT operations as a source, re-made one process at a time from the
+        # decoded segments (batches.OpsSource): 32 bytes per segment held instead of a ~58-byte ops row plus sorts
+        self.ops: OpsBuilder | OpsSource = OpsSource() if stream else OpsBuilder(n_ops)
+        self.dxt_file_ids: list[np.ndarray] = []  # files with DXT segments (a source has no ops["file_id"] to read)
         self.heat_parts: list[dict[str, np.ndarray]] = []
         self.names: dict[int, str] = {}
         self.mounts: list[tuple[str, str]] = []
@@ -364,7 +387,11 @@ class _JobFold:
             })
 
     def _dxt_ops(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:
-        """DXT segments into the ops columns, in bounded batches (the segments' times are relative to the log)."""
+        """DXT segments into the ops columns, in bounded batches (the segments' times are relative to the log); for
+        a source, each process's segments registered to be re-made when asked (``_dxt_source``)."""
+        if isinstance(self.ops, OpsSource):
+            self._dxt_source(d, to_proc, start)
+            return
         for mod, code in (("DXT_POSIX", OPS_MODULE["POSIX"]), ("DXT_MPIIO", OPS_MODULE["MPIIO"])):
             rec = d["mods"].get(mod)
             if rec is None or not len(rec["segments"]):
@@ -378,6 +405,30 @@ class _JobFold:
                     "offset": seg["offset"][sl], "length": seg["length"][sl],
                     "start_s": seg["start"][sl] + start, "end_s": seg["end"][sl] + start,
                 })
+
+    def _dxt_source(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:
+        """Register each process of the log with the ops source: its DXT records (POSIX, then MPI-IO, each in record
+        order), whose segments ``_dxt_process_batches`` makes into ops batches on each reading."""
+        parts: dict[int, list] = {}
+        for mod, code in (("DXT_POSIX", OPS_MODULE["POSIX"]), ("DXT_MPIIO", OPS_MODULE["MPIIO"])):
+            rec = d["mods"].get(mod)
+            if rec is None or not len(rec["segments"]):
+                continue
+            per = rec["rec_writes"] + rec["rec_reads"]
+            has = per > 0
+            self.dxt_file_ids.append(unique(rec["rec_file_id"][has]))
+            first = np.cumsum(per) - per  # each record's first segment row
+            procs = to_proc(rec["rec_rank"])
+            order = np.argsort(procs, kind="stable")  # records of one process together, in record order
+            order = order[has[order]]
+            ps = procs[order]
+            cut = np.flatnonzero(ps[1:] != ps[:-1]) + 1
+            for idx in np.split(order, cut):
+                parts.setdefault(int(procs[idx[0]]), []).append((code, rec, idx, first[idx]))
+        for proc in sorted(parts):
+            def load(columns=None, _parts=parts[proc], _proc=proc):
+                return _dxt_process_batches(_parts, _proc, start)
+            self.ops.add(proc, load, load())
 
     def _heatmap(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:
         hm = d["mods"].get("HEATMAP")
@@ -403,7 +454,9 @@ class _JobFold:
     def _files(self, ops: Table) -> Table:
         """Every id seen in a counters/ops table, with its path and file system."""
         id_parts = [c["file_id"] for parts in self.counters.values() for c in parts]
-        if len(ops):
+        if isinstance(ops, OpsSource):
+            id_parts += self.dxt_file_ids
+        elif len(ops):
             id_parts.append(unique(ops["file_id"]))
         fid_arr = unique(np.concatenate(id_parts).astype("u8", copy=False)) if id_parts else np.zeros(0, "u8")
         get_name = self.names.get
@@ -446,7 +499,7 @@ class _JobFold:
         )
 
     def profile(self, results: Sequence[LogResult], good: Sequence[LogResult], job_id: str | None) -> JobProfile:
-        ops = self.ops.finish()
+        ops = self.ops if isinstance(self.ops, OpsSource) else self.ops.finish()
         return JobProfile(
             job=self._job(results, good, job_id),
             processes=Table._trusted({k: np.concatenate(v) if len(v) > 1 else v[0] for k, v in self.proc_cols.items()}),
@@ -456,6 +509,30 @@ class _JobFold:
             heatmap=Table.concat(Table(h) for h in self.heat_parts) if self.heat_parts else empty_table("heatmap"),
             issues_seen=self.issues,
         )
+
+
+def _dxt_process_batches(parts: list, proc: int, start: float):
+    """One process's DXT operations, in bounded batches: for each module part (code, module record, the process's
+    record indices, their first segment rows), every record's segments in order (its writes, then its reads)."""
+    for code, rec, idx, first in parts:
+        w, n = rec["rec_writes"][idx], rec["rec_writes"][idx] + rec["rec_reads"][idx]
+        total = int(n.sum())
+        before = np.cumsum(n) - n  # each record's first position among this process's segments
+        pos = np.arange(total, dtype=np.int64)
+        within = pos - np.repeat(before, n)  # position inside its record
+        rows = np.repeat(first, n) + within
+        is_write = within < np.repeat(w, n)
+        fid = np.repeat(rec["rec_file_id"][idx], n)
+        del pos, within
+        seg = dxt_columns(rec)
+        for sl in chunks(total):
+            r = rows[sl]
+            yield {
+                "proc": proc, "thread": -1, "file_id": fid[sl], "module": code,
+                "op": np.where(is_write[sl], OP["write"], OP["read"]),
+                "offset": seg["offset"][r], "length": seg["length"][r],
+                "start_s": seg["start"][r] + start, "end_s": seg["end"][r] + start,
+            }
 
 
 def _counter_table(parts: list[dict[str, np.ndarray]], blocks: list[tuple] | None) -> Table:

@@ -146,8 +146,9 @@ def find_darshan_bin(name: str) -> Path | None:
     return None
 
 
-def make_dxt_log(n_ops: int, *, work: Path, writer: Path) -> tuple[Path | None, str]:
-    """A one-process DXT log of n_ops writes made with a Darshan runtime found as users find it; (log, why not)."""
+def make_dxt_log(n_ops: int, *, work: Path, writer: Path, procs: int = 1) -> tuple[Path | None, str]:
+    """A DXT job of n_ops writes over ``procs`` processes made with a Darshan runtime found as users find it:
+    (its log for one process, else its folder of logs (one per process), or None and why not)."""
     sys.path.insert(0, str(REPO / "src"))
     from iodiag.collectors.darshan import REMOVE_VARS, DarshanSettings, darshan_environment, find_runtime
     from iodiag.errors import IodiagError
@@ -156,19 +157,19 @@ def make_dxt_log(n_ops: int, *, work: Path, writer: Path) -> tuple[Path | None, 
         rt = find_runtime()
     except IodiagError as exc:
         return None, f"no Darshan runtime found ({exc})"
-    job = work / "dxt-job"
+    job = work / f"dxt-job-{procs}"
     env = {k: v for k, v in os.environ.items() if k not in REMOVE_VARS}
     # DXT keeps 32-40 bytes per segment in memory: give it room for every segment
     env.update(darshan_environment(rt, job_dir=job, darshan_jobid=17, dxt=True,
-                                   settings=DarshanSettings(dxt_mib=max(64, n_ops * 48 // (1 << 20) + 64))))
+                                   settings=DarshanSettings(dxt_mib=max(64, n_ops // procs * 48 // (1 << 20) + 64))))
     data = work / "dxt-data"
     data.mkdir(exist_ok=True)
-    subprocess.run([str(writer), str(data), str(n_ops), "1"], env=env, check=True)
+    subprocess.run([str(writer), str(data), str(n_ops), str(procs)], env=env, check=True)
     shutil.rmtree(data, ignore_errors=True)
     logs = sorted((job / "logs").rglob("*.darshan"), key=lambda p: p.stat().st_size)
     if not logs:
         return None, f"the Darshan runtime {rt.lib} left no log"
-    return logs[-1], ""
+    return (logs[-1] if procs == 1 else job / "logs"), ""
 
 
 def dxt_readable(log: Path, env: dict[str, str], work: Path) -> tuple[bool, str]:
@@ -246,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--procs", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--dxt-ops", default="10.5M", help="segments of the DXT log made with a Darshan runtime")
+    ap.add_argument("--dxt-procs", default="1,8", help="processes sharing them, one DXT job each (e.g. 1,8)")
     ap.add_argument("--no-dxt", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--no-compare", action="store_true", help="skip compare (it loads the job twice)")
@@ -271,26 +273,29 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(store / "jobs" / job, ignore_errors=True)  # 48 bytes per operation on disk
         if not a.no_dxt:
             n = parse_size(a.dxt_ops)
-            log, why = make_dxt_log(n, work=work, writer=writer)
-            if log is not None:
-                ok, why = dxt_readable(log, env, work)
-                if ok:
-                    rows += report_rows(str(log), env=env, work=work, repeat=a.repeat, label="Darshan DXT, 1 process",
-                                        n_ops=n, compare=not a.no_compare)
-                    parser = find_darshan_bin("darshan-dxt-parser")
-                    if parser:  # the C reference on the same log: decode and print every segment
-                        runs = [measure([str(parser), str(log)], env=env, cwd=str(work)) for _ in range(a.repeat)]
-                        best = min(runs, key=lambda r: r["cpu_s"])
-                        rows.append({"case": "Darshan DXT, 1 process", "ops": n, "command": "darshan-dxt-parser (C)", **best})
-            if why:
-                notes.append(f"DXT log of {n:,} segments: skipped — {why}")
+            for procs in [int(p) for p in a.dxt_procs.split(",") if p.strip()]:
+                label = f"Darshan DXT, {procs} process{'es' if procs != 1 else ''}"
+                log, why = make_dxt_log(n, work=work, writer=writer, procs=procs)
+                if log is not None:
+                    ok, why = dxt_readable(log, env, work)
+                    if ok:
+                        rows += report_rows(str(log), env=env, work=work, repeat=a.repeat, label=label, n_ops=n,
+                                            compare=not a.no_compare)
+                        parser = find_darshan_bin("darshan-dxt-parser")
+                        if parser and procs == 1:  # the C reference on the same log: decode and print every segment
+                            runs = [measure([str(parser), str(log)], env=env, cwd=str(work)) for _ in range(a.repeat)]
+                            best = min(runs, key=lambda r: r["cpu_s"])
+                            rows.append({"case": label, "ops": n, "command": "darshan-dxt-parser (C)", **best})
+                if why:
+                    notes.append(f"DXT job of {n:,} segments over {procs} process(es): skipped — {why}")
         speed, why = ([], "") if a.no_speed else speed_rows(env=env, work=work, repeat=max(a.repeat, 3))
         if why:
             notes.append(f"speed against darshan-dxt-parser: {why}")
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-    head = (f"`python benchmarks/bench_scale.py --sizes {a.sizes} --procs {a.procs} --repeat {a.repeat}` — "
+    head = (f"`python benchmarks/bench_scale.py --sizes {a.sizes} --procs {a.procs} --repeat {a.repeat} "
+            f"--dxt-ops {a.dxt_ops} --dxt-procs {a.dxt_procs}` — "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, load average "
             f"{load0:.1f} at start, {os.getloadavg()[0]:.1f} at the end\n\n")
     text = head + table(rows) + "\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .textout import Lines
+from .textout import Lines, keep_end
 
 SEV_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
@@ -72,11 +72,6 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
     bar += "." * (width - len(bar))
     io_txt = f" · I/O {100 * io / cap:.0f} %" if dask.get("io_traced", True) else ""
     return f"worker {w['pid']} [{bar}] {w['tasks']:,} tasks · busy {100 * w['busy_s'] / cap:.0f} %{io_txt}"
-
-
-def _short(path: str, n: int) -> str:
-    """A path cut to n characters from its end (the file name and its folders matter most): …/a/b/file."""
-    return path if len(path) <= n else "…" + path[-(n - 1):]
 
 
 def _named(report: dict[str, Any], procs: list[int]) -> str:
@@ -160,7 +155,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
                 line(f"      evidence: {_evidence(f['evidence'])}", style="dim", hang=8)
             if f.get("files"):
                 keep = max(24, (width - 20) // 3)
-                line("      files: " + ", ".join(_short(x, keep) for x in f["files"][:3])
+                line("      files: " + ", ".join(keep_end(x, keep) for x in f["files"][:3])
                      + (f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""), style="dim", hang=8)
             if f.get("processes"):
                 line("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim", hang=8)
@@ -194,7 +189,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         blank()
         cols = [(c, "left" if c in ("file", "module") else "right") for c in ("file", "module", "I/O s", "read", "written", "procs")]
         out.table("Top files by I/O time", cols, [
-            (_short(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
+            (keep_end(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
              human_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
             for f in report["top_files"]])
     sp = report.get("process_spread")

@@ -122,8 +122,8 @@ class Lines:
         total = sum(widths) + 3 * (len(widths) - 1) + 2
         if total > self.width and len(widths) > 1:
             widths[0] = max(widths[0] - (total - self.width), min(widths[0], 8))
-            rows = [[_keep_end(r[0], widths[0])] + r[1:] for r in rows]
-            heads[0] = _keep_end(heads[0], widths[0])
+            rows = [[keep_end(r[0], widths[0])] + r[1:] for r in rows]
+            heads[0] = keep_end(heads[0], widths[0])
 
         def fmt(cells: Sequence[str], sep: str, style: str | None = None) -> str:
             out = []
@@ -165,8 +165,9 @@ def _cut(word: str, room: int) -> tuple[str, str]:
     return word, ""
 
 
-def _keep_end(text: str, width: int) -> str:
-    """``text`` cut to ``width`` cells from its end, marked with a leading "…"."""
+def keep_end(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells from its end, marked with a leading "…" (a path keeps its file name and the
+    folders nearest it: …/a/b/file)."""
     if cell_len(text) <= width:
         return text
     if text.isascii():

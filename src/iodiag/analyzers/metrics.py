@@ -824,10 +824,7 @@ def ops_group_chunks(profile: JobProfile, mask=None,
         keep = None if mask is None else mask(shared)
         t = shared if keep is None or bool(keep.all()) else Table._trusted({c: shared[c][keep] for c in cols})
         if len(t):
-            p, f, op = t["proc"], t["file_id"], t["op"]
-            same = np.zeros(len(t), bool)
-            same[1:] = (p[1:] == p[:-1]) & (f[1:] == f[:-1]) & (op[1:] == op[:-1])
-            yield t, same, None
+            yield t, _same_group(t, None), None
         return
     for o in batches.process_tables(profile.ops, need if batches.is_source(profile.ops) else None):
         keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
@@ -846,16 +843,22 @@ def ops_group_chunks(profile: JobProfile, mask=None,
         for lo in range(0, n, chunk):
             rows = slice(lo, min(lo + chunk, n)) if idx is None else idx[lo:lo + chunk]
             t = Table._trusted({c: o[c][rows] for c in cols})
-            p, f, op = t["proc"], t["file_id"], t["op"]
-            same = np.zeros(len(t), bool)
-            same[1:] = (p[1:] == p[:-1]) & (f[1:] == f[:-1]) & (op[1:] == op[:-1])
-            if prev is not None:
-                same[0] = prev["proc"] == p[0] and prev["file_id"] == f[0] and prev["op"] == op[0]
-            yield t, same, prev
+            yield t, _same_group(t, prev), prev
             prev = {c: t[c][-1] for c in cols}
 
 
 _GROUP_COLUMNS = ("proc", "file_id", "op", "offset", "length")
+
+
+def _same_group(t: Table, prev: dict | None) -> np.ndarray:
+    """Per row of a batch in group order: whether it is in the (proc, file, op) group of the row before it (for the
+    first row, the previous batch's last row ``prev``; None: a new group)."""
+    p, f, op = t["proc"], t["file_id"], t["op"]
+    same = np.zeros(len(t), bool)
+    same[1:] = (p[1:] == p[:-1]) & (f[1:] == f[:-1]) & (op[1:] == op[:-1])
+    if prev is not None:
+        same[0] = prev["proc"] == p[0] and prev["file_id"] == f[0] and prev["op"] == op[0]
+    return same
 
 
 def _group_rows(profile: JobProfile, chunk: int) -> Table | None:

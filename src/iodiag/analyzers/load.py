@@ -399,12 +399,7 @@ class _JobFold:
             seg, keys = dxt_columns(rec), dxt_segment_keys(rec)
             for sl in chunks(len(rec["segments"])):
                 fid, rank, is_write = keys(sl.start, sl.stop)
-                self.ops.add({
-                    "proc": to_proc(rank), "thread": -1, "file_id": fid, "module": code,
-                    "op": np.where(is_write, OP["write"], OP["read"]),
-                    "offset": seg["offset"][sl], "length": seg["length"][sl],
-                    "start_s": seg["start"][sl] + start, "end_s": seg["end"][sl] + start,
-                })
+                self.ops.add(_dxt_batch(seg, sl, to_proc(rank), fid, is_write, code, start))
 
     def _dxt_source(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:
         """Register each process of the log with the ops source: its DXT records (POSIX, then MPI-IO, each in record
@@ -526,13 +521,19 @@ def _dxt_process_batches(parts: list, proc: int, start: float):
         del pos, within
         seg = dxt_columns(rec)
         for sl in chunks(total):
-            r = rows[sl]
-            yield {
-                "proc": proc, "thread": -1, "file_id": fid[sl], "module": code,
-                "op": np.where(is_write[sl], OP["write"], OP["read"]),
-                "offset": seg["offset"][r], "length": seg["length"][r],
-                "start_s": seg["start"][r] + start, "end_s": seg["end"][r] + start,
-            }
+            yield _dxt_batch(seg, rows[sl], proc, fid[sl], is_write[sl], code, start)
+
+
+def _dxt_batch(seg: dict[str, np.ndarray], rows, proc, fid: np.ndarray, is_write: np.ndarray, code: int,
+               start: float) -> dict[str, Any]:
+    """Ops columns of DXT segments ``rows`` (a slice or indices) of a module's segment columns ``seg``, with their
+    process, file and direction; times from the log's start ``start``."""
+    return {
+        "proc": proc, "thread": -1, "file_id": fid, "module": code,
+        "op": np.where(is_write, OP["write"], OP["read"]),
+        "offset": seg["offset"][rows], "length": seg["length"][rows],
+        "start_s": seg["start"][rows] + start, "end_s": seg["end"][rows] + start,
+    }
 
 
 def _counter_table(parts: list[dict[str, np.ndarray]], blocks: list[tuple] | None) -> Table:

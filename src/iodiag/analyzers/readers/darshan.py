@@ -76,7 +76,7 @@ def _lustre_arrays(rec: dict[str, Any]) -> dict[str, Any]:
     if not n:
         return {"file_id": np.zeros(0, "u8"), "rank": np.zeros(0, "i8"), "stripe_size": np.zeros(0, "i8"),
                 "stripe_count": np.zeros(0, "i8"), "osts": np.zeros(0, dtype=object)}
-    sizes = np.frombuffer(rec["sizes"], dtype="i8") if len(rec["sizes"]) else np.zeros(0, "i8")
+    sizes = np.frombuffer(rec["sizes"], dtype="i8")  # n > 0 records: n sizes
     w = np.frombuffer(rec["words"], dtype="<i8")
     at = np.zeros(n, "i8")
     np.cumsum(sizes[:-1], out=at[1:])

@@ -128,7 +128,6 @@ def _decode_fixed(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
     get = L.darshan_log_get_record
     out = _Buffer(16 * size)
     slot = ffi.new("void **")
-    n = 0
     while True:
         slot[0] = out.reserve(size)
         r = get(handle, idx, slot)
@@ -138,8 +137,7 @@ def _decode_fixed(handle, idx: int, mod: str, losses: list) -> dict[str, Any]:
         if r == 0:
             break
         out.used += size
-        n += 1
-    return {"kind": "fixed", "n": n, "records": out.done(), "layout": layout}
+    return {"kind": "fixed", "n": out.used // size, "records": out.done(), "layout": layout}
 
 
 _LUSTRE_MAX_COMPS = 1 << 12  # Lustre allows a few dozen layout components per file

@@ -32,8 +32,8 @@ def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
     A change's text is what the user pastes, so it is never wrapped like prose (a wrapped ``export`` or path is a
     different command): a shell line (env, shell, arg) longer than ``width`` is broken between its arguments with
     a trailing backslash (``shell_lines``), and code, config lines and shell lines that cannot be broken so stay
-    one line longer than ``width``.  Print the lines with ``soft_wrap=True``: the terminal then folds a long line
-    itself, and copying it gives it back whole."""
+    one line longer than ``width``.  Print the lines unwrapped (``textout.Lines.line(..., wrap=False)``, rich's
+    ``soft_wrap=True``): the terminal then folds a long line itself, and copying it gives it back whole."""
     import textwrap
 
     out: list[tuple[str, str | None]] = []

@@ -87,13 +87,15 @@ def test_table_gives_way_in_its_first_column():
     assert lines[-1].lstrip().startswith("…") and "file.nc" in lines[-1] and lines[-1].rstrip().endswith("1.0 GiB")
 
 
-def test_a_percent_sign_stays_with_its_number():
+def test_a_unit_stays_with_its_number():
     out = Lines(width=24, color=False)
     out.line("(~0.04 s of the run, 0.5 %)", hang=2)
     out.line("abcdefghij klmnopqrstu 12 %")
+    out.line("I/O time 70014.99 abc 70014.99 s")
+    out.line("median io 12.15 s; 100.0 KiB, 3 MiB")
     lines = out.text().splitlines()
-    assert not any(line.lstrip().startswith("%") for line in lines), lines
-    assert "0.5 %)" in out.text() and "12 %" in out.text()
+    assert not any(line.lstrip().split(" ")[0].rstrip("),;") in ("%", "s", "KiB", "MiB") for line in lines), lines
+    assert "0.5 %)" in out.text() and "12 %" in out.text() and "70014.99 s" in out.text()
 
 
 def test_wrapping_property_on_random_text():

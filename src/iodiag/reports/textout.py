@@ -45,8 +45,9 @@ def _words(segments: Iterable[Segment], default: str | None) -> list[tuple[str, 
     for seg in segments:
         text, style = (seg, default) if isinstance(seg, str) else (seg[0], seg[1] or default)
         for piece in _PIECES.findall(clean(text)):
-            # a unit stays with its number ("0.5 %"): a line never starts with "%"
-            if piece[0] == "%" and len(out) > 1 and out[-1][0] == " " and out[-2][0][0] != " " and out[-2][1] == style:
+            # a unit stays with its number ("0.5 %", "12.15 s", "1.0 MiB"): no line starts with a bare unit
+            if (_UNIT.match(piece) and len(out) > 1 and out[-1][0] == " " and out[-2][0][-1:].isdigit()
+                    and out[-2][1] == style):
                 out[-2:] = [(out[-2][0] + " " + piece, style)]
             else:
                 out.append((piece, style))
@@ -54,6 +55,7 @@ def _words(segments: Iterable[Segment], default: str | None) -> list[tuple[str, 
 
 
 _PIECES = re.compile(r" +|[^ ]+")
+_UNIT = re.compile(r"(%|s|ms|h|B|KiB|MiB|GiB|TiB|PiB)[),;:.]*$")
 
 
 class Lines:

@@ -24,6 +24,10 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..analyzers.detectors.access import REDUNDANT_READ
+from ..analyzers.detectors.metadata import MANY_SMALL_FILES, METADATA_STORM
+from ..analyzers.detectors.smallio import SMALL_IO
+from ..analyzers.detectors.tasks import TASK_OVERHEAD
 from ..errors import ModelUnusable, UsageError
 from .features import (BASED_ON_PARAMS, FEATURES_VERSION, SCENARIO_INPUTS, SETTING_INPUTS, chunks_for_mb,
                        layout_chunks, nbytes)
@@ -32,7 +36,7 @@ from .train import MODEL_SCHEMA, RETRAIN, SHIPPED_MODEL, SHIPPED_TABLE, sha256_o
 from .tree import Leaf, Tree
 
 RANGE_MARGIN = 2.0  # sizes up to 2x beyond the trained range count as covered; further out the model abstains
-ADDRESSES = ("small-io", "many-small-files", "metadata-storm", "task-overhead", "redundant-read")
+ADDRESSES = (SMALL_IO.id, MANY_SMALL_FILES.id, METADATA_STORM.id, TASK_OVERHEAD.id, REDUNDANT_READ.id)
 NOT_TRAINED = ("shards (the workloads write none)", "threads per worker", "Lustre stripe count and size "
                "(no Lustre here: train on a site's sweeps with striping set by a prepare step)")
 

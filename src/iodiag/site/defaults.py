@@ -20,13 +20,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..analyzers.detectors.access import RANDOM_ACCESS, REDUNDANT_READ
+from ..analyzers.detectors.smallio import SMALL_IO
 from ..errors import NoUsableData, UsageError
 from ..recommend.kunkel import MEANS, DefaultsTable, Score, defaults_table
 from .store import load_site
 from .sweeps import JobMix, SweepTable, load_sweeps, map_jobs
 
 # findings whose advice a tunable's default speaks to (the site advice text is appended to them)
-ADVICE_FOR = {"read-pattern": ("small-io", "random-access", "redundant-read"), "write-size": (), "descriptors": ()}
+ADVICE_FOR = {"read-pattern": (SMALL_IO.id, RANDOM_ACCESS.id, REDUNDANT_READ.id), "write-size": (), "descriptors": ()}
 # no rule of the tree serves less than this share of the site's weight (a rule for a sliver is not worth telling users)
 MIN_LEAF_WEIGHT_SHARE = 0.01
 # the job columns site defaults needs from the dataset

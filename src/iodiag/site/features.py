@@ -29,8 +29,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..analyzers.detectors import FINDING_IDS
 from ..analyzers.nputil import unique
-from ..findings import FINDING_IDS, Finding
+from ..findings import Finding
 from ..analyzers.metrics import angle_file_ids, files_column, isin, median, module_sums, pcol
 from ..profile import JobProfile
 

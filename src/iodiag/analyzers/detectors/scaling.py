@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ..metrics import metrics_of
 from ..tasktime import dask_time_of
@@ -57,7 +57,7 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
     lost = w[2] - w[1] / base[3]
     why = _grown_component(base[6], w[6], ev)
     # each process of the worst run waits ``lost`` seconds more than the base bandwidth needs: wall seconds of it
-    return [finding(cfg, w[6], "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
+    return [finding(cfg, w[6], WEAK_SCALING_LOSS.id, f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
                     f"{base[0]} to {w[0]} " + ("workers" if len(w[6].tasks) else "processes"), wall_s=lost, process_s=lost * w[0], evidence=ev,
                     facts={"why": why, "unit": "workers" if len(w[6].tasks) else "processes",
                            "worst_bandwidth": w[3], "base_bandwidth": base[3]})]
@@ -103,3 +103,13 @@ def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
     if ops_task(x) > 0 and ops_task(y) / ops_task(x) >= 1.5:
         return text + f"each task issues {ops_task(y) / ops_task(x):.1f}x the operations: the work per task grew; "
     return text + "their I/O per operation did not grow: compute or scheduling, not the storage; "
+
+
+WEAK_SCALING_LOSS = FindingSpec(
+    id="weak-scaling-loss", seq=15, detect=None, runs_over="compare_scaling(profiles)",
+    fires="per-process bandwidth vs the smallest run < `scaling_efficiency`",
+    cost="lost process-seconds of the worst run",
+    config_keys=("stragglers.scaling_efficiency",),
+    admin_action="Help these users check how their I/O scales with ranks (shared-file striping, aggregators).",
+)
+SPECS = (WEAK_SCALING_LOSS,)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .config import Severity
+
 SEVERITIES = ("high", "medium", "low", "info")
 
 @dataclass(frozen=True)
@@ -71,15 +73,16 @@ class Finding:
         }
 
 
-def severity_from_share(share: float | None, *, high: float = 0.25, medium: float = 0.05, low: float = 0.01) -> str:
-    """Severity from the estimated share of I/O time a problem costs."""
+def severity_from_share(share: float | None, thresholds: Severity) -> str:
+    """Severity from the share of the run a problem costs, on the Config's ``[severity]`` thresholds (the one
+    source of them: no defaults here)."""
     if share is None:
         return "info"
-    if share >= high:
+    if share >= thresholds.high:
         return "high"
-    if share >= medium:
+    if share >= thresholds.medium:
         return "medium"
-    if share >= low:
+    if share >= thresholds.low:
         return "low"
     return "info"
 

@@ -29,6 +29,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..units import fmt_bytes
+
 FEATURES_VERSION = 1  # bump when a feature's meaning changes: models trained before then are stale
 
 # the scenario inputs of each workload's trees (what a user cannot change) and the setting inputs of the regressor
@@ -306,7 +308,7 @@ def _from_measured(profile, measured: Mapping[str, Any]) -> dict[str, Any]:
         if read >= 0.5 * arr_bytes:
             f["pattern"] = "whole"
         else:
-            f["why_unknown"] = (f"the job read {read / 1e6:.1f} MB of a {arr_bytes / 1e6:.1f} MB array: counters "
+            f["why_unknown"] = (f"the job read {fmt_bytes(read, si=True)} of a {fmt_bytes(arr_bytes, si=True)} array: counters "
                                 "alone cannot tell a time slice from a point series")
     return f
 

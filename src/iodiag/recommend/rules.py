@@ -18,8 +18,6 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
 from ..analyzers.detectors import SPEC_BY_ID
-from ..analyzers.detectors._common import pct
-from ..analyzers.metrics import fmt_bytes
 from ..analyzers.detectors.access import MISALIGNED, RANDOM_ACCESS, REDUNDANT_READ
 from ..analyzers.detectors.coverage import NO_IO, PARTIAL_LOG, STDIO_HEAVY
 from ..analyzers.detectors.layers import READ_MODIFY_WRITE
@@ -31,6 +29,7 @@ from ..analyzers.detectors.smallio import SMALL_IO
 from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
+from ..units import fmt_bytes, fmt_pct
 from .chunks import merge_plan, rechunk_plan
 from .recommendation import Change, Recommendation
 
@@ -92,7 +91,7 @@ def _small_io(f: Finding, cfg: Config) -> str:
 def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) -> None:
     base = max(n["base"], 1)
     if n["consec"] >= 0.2 * base and "consec" not in parts:
-        gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({pct(1 - n['after'] / max(n['before'], 1))} "
+        gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({fmt_pct(1 - n['after'] / max(n['before'], 1))} "
                 "fewer)" if n.get("after") else "")
         how = (f"open(..., buffering={buf})" if ev.get("_python") else f"a {fmt_bytes(buf)} buffer (setvbuf, or "
                "gather the pieces in memory)")
@@ -293,7 +292,7 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
     advice = []
     for k in facts.get("kinds", ()):
         text = _KIND_ADVICE[k["kind"]].replace("{fs}", f"{k['fs'] or 'the file system'}")
-        advice.append(f"{pct(k['share'])} of the metadata time ({k['files']:,} files) {text}")
+        advice.append(f"{fmt_pct(k['share'])} of the metadata time ({k['files']:,} files) {text}")
     if facts.get("reopened"):
         r = facts["reopened"]
         advice.append(f"{r['path']} is opened {r['opens']} times by process {r['process']}: open it once "
@@ -327,7 +326,7 @@ def _many_small_files(f: Finding, cfg: Config) -> str:
            f"{fmt_bytes(facts['target_file_bytes'])}, ~{k:,} of today's files each")
     return (f"{n:,} files averaging {fmt_bytes(ev['mean_file_bytes'])} (median {fmt_bytes(float(ev['median_file_bytes']))}), "
             f"most in {facts['top_directory']} ({int(ev['files_in_top_directory']):,}): {how}; expected files {n:,} -> {after:,} "
-            f"(opens -{pct(1 - after / n)})")
+            f"(opens -{fmt_pct(1 - after / n)})")
 
 
 def _zarr_advice(grids: Mapping[str, dict], target: float) -> str:
@@ -339,7 +338,7 @@ def _zarr_advice(grids: Mapping[str, dict], target: float) -> str:
             dims = " and ".join(f"x{f} along dimension {d} ({g['grid'][d]} chunks)" for d, f in enumerate(factors) if f > 1)
             parts.append(f"{name.rsplit('/', 1)[-1]}: chunk grid {tuple(g['grid'])} of ~{fmt_bytes(g['mean_chunk_bytes'])} "
                          f"per chunk file; rechunk {dims or 'not needed'} -> ~{fmt_bytes(new_bytes)} per chunk")
-    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{pct(1 - after / max(before, 1))}), "
+    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{fmt_pct(1 - after / max(before, 1))}), "
             "or keep the chunks and group them with Zarr v3 sharding (ShardingCodec) so one file holds many chunks")
 
 
@@ -457,7 +456,7 @@ def _no_io(f: Finding, cfg: Config) -> str:
 
 def _stdio_heavy(f: Finding, cfg: Config) -> str:
     ev = f.evidence
-    return (f"{pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
+    return (f"{fmt_pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
             f"{fmt_bytes(ev['mean_stdio_request_bytes'])}): " + (
                 "requests are already large, so STDIO costs little here; switch to POSIX or MPI-IO only if several "
                 "processes share these files" if f.facts.get("large_requests") else
@@ -507,7 +506,7 @@ def _rank_imbalance(f: Finding, cfg: Config) -> str:
         else:  # already wide: striping is not what concentrates the bytes
             note += f" {x['top_file']} is already striped over {sc} OSTs, so the imbalance is in how the data is divided;"
     return (f"spread the I/O:{note} give every process a similar share of the data "
-            f"(today {int(ev['heavy_processes'])} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")
+            f"(today {int(ev['heavy_processes'])} process(es) carry {fmt_pct(ev['share_of_bytes_on_heavy'])})")
 
 
 def _inactive_ranks(f: Finding, cfg: Config) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..findings import SEVERITIES, Finding
 from ..profile import JobProfile
+from ..units import fmt_bytes, fmt_count, fmt_number, fmt_pct, fmt_seconds
 from .plots.volumes import module_volumes
 
 SCHEMA = "iodiag.compare/1"
@@ -171,13 +172,12 @@ def _fmt(v: Any, unit: str) -> str:
     if v is None:
         return "-"
     if unit == "B":
-        from .plots import human_bytes
-
-        return human_bytes(v)
-    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer() and unit != "s"):
-        return f"{int(v):,}"
-    text = f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
-    return f"{text} s" if unit == "s" else text
+        return fmt_bytes(v)
+    if unit == "s":
+        return fmt_seconds(v)
+    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer()):
+        return fmt_count(v)
+    return fmt_number(v)
 
 
 def _fmt_delta(row: dict) -> str:
@@ -192,7 +192,7 @@ def _fmt_delta(row: dict) -> str:
     elif ratio >= 10:
         pct = f" (x{ratio:,.0f})"
     else:
-        pct = f" ({(ratio - 1) * 100:+.0f}%)"
+        pct = f" ({fmt_pct(ratio - 1, signed=True)})"
     return f"{sign}{mag}{pct}"
 
 

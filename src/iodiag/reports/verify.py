@@ -11,6 +11,8 @@ import io
 import shlex
 from typing import Any, Sequence
 
+from ..units import fmt_pct
+
 SCHEMA = "iodiag.verify/1"
 METRICS = (("wall_s", "wall time of the command"), ("workload_s", "the workload's own timed section"),
            ("cpu_s", "CPU time of the process tree"))
@@ -94,7 +96,7 @@ def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
     for key, s in d["speedup"].items():
         t.add_row(_SHORT.get(key, key), f"{s['median_before_s']:.3f} s", f"{s['median_after_s']:.3f} s",
                   f"{s['estimate']:.2f}x", f"{s['low']:.2f}-{s['high']:.2f}x",
-                  f"±{100 * s['noise_before']:.0f}/±{100 * s['noise_after']:.0f} %")
+                  f"±{fmt_pct(s['noise_before'])}/±{fmt_pct(s['noise_after'])}")
     con.print(t)
     main = d["speedup"].get(d["primary"])
     if main:

@@ -13,9 +13,10 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
-from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, merge_counts, metrics_of, mode_of,
+from ...units import fmt_bytes, fmt_pct
+from ..metrics import (col, group_sum, isin, level_total, lustre_stripe, merge_counts, metrics_of, mode_of,
                        module_sums, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
-from ._common import file_cost, finding, pct, top_files
+from ._common import file_cost, finding, top_files
 from ..context import job_context
 from .layers import file_layers, mpiio_calls, rmw_files, rmw_ids
 
@@ -79,7 +80,7 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
             return []  # the backward steps are one constant stride (a wrapping sweep): small-io covers it
         n_nonseq = rnd
     cost_f = (rt * (r - sr) / np.maximum(r, 1) + wt * (w - sw) / np.maximum(w, 1)) * hit
-    return [finding(cfg, profile, RANDOM_ACCESS.id, f"{pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
+    return [finding(cfg, profile, RANDOM_ACCESS.id, f"{fmt_pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
                     **file_cost(profile, fids, cost_f), evidence=ev,
                     facts={"backward_ops": n_nonseq},
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]

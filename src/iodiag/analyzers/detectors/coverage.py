@@ -21,9 +21,10 @@ from ..nputil import unique
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
-from ..metrics import col, file_paths, fmt_bytes, isin, level_total, metrics_of, nprocs_of, pcol, std_file_ids
+from ...units import fmt_bytes, fmt_pct
+from ..metrics import col, file_paths, isin, level_total, metrics_of, nprocs_of, pcol, std_file_ids
 from ..timemodel import wall_cost_of_rows
-from ._common import finding, pct, top_files
+from ._common import finding, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 _LOST = ("unreadable", "crashed", "timeout", "missing-log", "truncated")
@@ -151,7 +152,7 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"stdio_bytes": float(b[st].sum()), "stdio_share_of_bytes": float(b[st].sum() / total),
           "stdio_ops": int(ops.sum()), "stdio_s": float(t.sum()), "mean_stdio_request_bytes": float(b[st].sum() / max(ops.sum(), 1)),
           "stdio_files": int(len(unique(lv["file_id"][st])))}
-    return [finding(cfg, profile, STDIO_HEAVY.id, f"{pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
+    return [finding(cfg, profile, STDIO_HEAVY.id, f"{fmt_pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
                     "move through STDIO streams", wall_s=wall_cost_of_rows(profile, row_cost), process_s=float(row_cost.sum()),
                     evidence=ev, facts={"large_requests": ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes},
                     files=top_files(profile, lv["file_id"][st], t, cfg.report.top_files))]

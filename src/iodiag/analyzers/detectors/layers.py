@@ -19,8 +19,9 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
-from ..metrics import files_column, fmt_bytes, group_sum, lustre_stripe, memo, metrics_of, pcol
-from ._common import file_cost, finding, pct, top_files, top_procs
+from ...units import fmt_bytes, fmt_pct
+from ..metrics import files_column, group_sum, lustre_stripe, memo, metrics_of, pcol
+from ._common import file_cost, finding, top_files, top_procs
 
 
 # the interfaces a program calls, top-most first, with the Darshan modules that record each (the order of
@@ -139,7 +140,7 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
     facts = {"mpiio": {"writes": calls["writes"], "collective_writes": calls["collective_writes"]},
              "lustre": on_lustre(profile, m.file_ids[hit]), "layers": file_layers(profile, m.file_ids[hit])}
     ev.update(mpiio_writes=calls["writes"], mpiio_collective_writes=calls["collective_writes"])
-    pair_txt = (f"; {pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
+    pair_txt = (f"; {fmt_pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
                 "are rewritten at the same offset and length" if ev.get("dxt_posix_reads") else "")
     n = int(hit.sum())
     what = (f"{fmt_bytes(br)} read back from {n} file(s)" if br >= cfg.access.rmw_min_bytes else

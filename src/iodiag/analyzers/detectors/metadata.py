@@ -15,10 +15,11 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
+from ...units import fmt_bytes, fmt_pct
 from ..batches import process_tables
-from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
+from ..metrics import file_paths, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
 from ..nputil import percentile
-from ._common import file_cost, finding, pct, top_files, top_procs
+from ._common import file_cost, finding, top_files, top_procs
 from ._zarr import chunk_grids, path_kind
 
 KINDS = ("python-import", "zarr-chunk", "netcdf-hdf5")  # kinds of files whose metadata time is told apart
@@ -98,7 +99,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     reopen = own & (lv["opens"] >= c.reopen_count) & ~np.isin(lv["file_id"], std_ids)
     reasons = []
     if share >= c.time_share:
-        reasons.append(f"metadata is {pct(share)} of I/O time")
+        reasons.append(f"metadata is {fmt_pct(share)} of I/O time")
     if max(peak, avg) >= c.rate_per_s:
         reasons.append(f"{max(peak, avg):,.0f} metadata ops/s ({'peak 1 s' if peak else 'average'})")
     if counts["opens"] >= c.min_ops and opens_per_op >= c.opens_per_data_op:

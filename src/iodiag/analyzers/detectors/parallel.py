@@ -2,9 +2,10 @@
 
 Skew findings cost wall time, not process-seconds: the job waits for its
 slowest process.  Their ``est_cost_s`` is the excess of the slowest process
-over the median one and their share is taken of the I/O critical path (the
-largest per-process I/O time), so a straggler that doubles the critical path
-is "high" even when it is one process of a thousand.
+over the median one, in job seconds, and their severity its share of the run
+like every finding's, so a straggler that doubles the run's I/O is "high" even
+when it is one process of a thousand.  "I/O on the critical path" is the time
+model's ``io_wall_s`` (analyzers/timemodel.py), the one definition of it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
+from ...units import fmt_bytes, fmt_pct
 from ..batches import process_tables
-from ..metrics import (col, file_paths, fmt_bytes, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
+from ..metrics import (col, file_paths, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
                        robust_z)
 from ._common import finding, top_files
 from ..timemodel import time_model_of
@@ -200,7 +202,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
             ev["top_file_stripe_count"] = int(sc.max())
             facts["top_file"] = files[0]
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
-    return [finding(cfg, profile, RANK_IMBALANCE.id, f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
+    return [finding(cfg, profile, RANK_IMBALANCE.id, f"{len(heavy)} of {int(peers.sum())} processes move {fmt_pct(ev['share_of_bytes_on_heavy'])} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
                     wall_s=float(t.max() - median(t)), evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],

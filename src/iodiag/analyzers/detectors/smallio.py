@@ -15,7 +15,8 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
-from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
+from ...units import fmt_bytes
+from ..metrics import (SIZE_BUCKETS, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
                        module_sums, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count, std_file_ids)
 from ..context import job_context
 from ._common import file_cost, finding, top_files, top_procs

@@ -21,6 +21,7 @@ from ..nputil import unique
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
+from ...units import fmt_pct
 from ..tasktime import dask_time_of, task_stragglers
 from ._common import finding
 
@@ -96,7 +97,7 @@ def detect_task_overhead(profile: JobProfile, cfg: Config) -> list[Finding]:
         a = arrays[0]
         ev.update(array=a["path"], array_shape=a["shape"], chunks_now=a["chunks"], chunk_bytes_now=a["chunk_bytes"])
     return [finding(cfg, profile, TASK_OVERHEAD.id, f"{dt.tasks:,} short tasks (median {dt.task_median_s * 1000:.1f} ms):"
-                    f" worker threads wait between tasks {100 * between:.0f} % of the time tasks run", wall_s=wall,
+                    f" worker threads wait between tasks {fmt_pct(between)} of the time tasks run", wall_s=wall,
                     evidence=ev, facts={"array": arrays[0] if arrays else None})]
 
 

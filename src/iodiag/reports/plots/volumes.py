@@ -13,7 +13,8 @@ import numpy as np
 from ...analyzers.nputil import unique
 from ...profile import JobProfile, Table
 from .. import svg
-from . import META, READ, WRITE, human_bytes
+from ...units import fmt_bytes, fmt_compact
+from . import META, READ, WRITE
 
 # module -> (prefix, read-op counters, write-op counters, metadata-op counters)
 MODULE_SPEC: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
@@ -112,7 +113,7 @@ def draw_module_volumes(table: Table, *, width: float = 900) -> svg.Figure:
         y0 = top + i * band
         for j, (col, colour, what) in enumerate((("bytes_read", READ, "read"), ("bytes_written", WRITE, "written"))):
             v = float(table[col][i])
-            fig.rect(left, y0 + 4 + j * 16, ax_b.sx(v) - left, 15, colour, title=f"{mod} {what}: {human_bytes(v)} ({int(v):,} B)")
+            fig.rect(left, y0 + 4 + j * 16, ax_b.sx(v) - left, 15, colour, title=f"{mod} {what}: {fmt_bytes(v)} ({int(v):,} B)")
         for j, (col, colour, what) in enumerate((("reads", READ, "reads"), ("writes", WRITE, "writes"), ("meta_ops", META, "metadata operations"))):
             v = float(table[col][i])
             if v > 0:
@@ -123,7 +124,7 @@ def draw_module_volumes(table: Table, *, width: float = 900) -> svg.Figure:
     ax_b.frame()
     ax_o.frame()
     ax_b.xticks(ticks_b, labels_b)
-    ax_o.xticks(ticks_o, [svg.human_count(t) for t in ticks_o])
+    ax_o.xticks(ticks_o, [fmt_compact(t) for t in ticks_o])
     ax_b.title("Bytes per module")
     ax_o.title("Operations per module (log scale)")
     fig.legend([("read", READ), ("written", WRITE)], ax_b.left, ax_b.bottom + 30)
@@ -192,7 +193,7 @@ def draw_access_sizes(table: Table, *, width: float = 900) -> svg.Figure:
     top = 30 + leg_h
     lo, hi = _count_range(table["count"].tolist() if len(table) else [])
     ticks = svg.log_ticks(lo, hi)
-    tick_labels = [svg.human_count(t) for t in ticks]
+    tick_labels = [fmt_compact(t) for t in ticks]
     left = 22 + max(svg.text_width(t, 11) for t in tick_labels) + 10 if ticks else 50
     gap = left + 10
     pw = (width - left - gap - 12) / 2

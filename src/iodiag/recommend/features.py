@@ -238,16 +238,16 @@ def _measured(profile, m) -> dict[str, Any]:
     """Numbers the counters and the task stream give, whatever the workload."""
     import numpy as np
 
-    from ..analyzers.metrics import level_total
+    from ..analyzers.summary import job_totals
     from ..analyzers.tasktime import dask_time_of
     from ..analyzers.timemodel import time_model_of
 
     out: dict[str, Any] = {"nprocs": int(m.nprocs), "runtime_s": profile.job.runtime_s}
-    rb, wb = level_total(profile, "bytes_read"), level_total(profile, "bytes_written")
-    ro, wo = level_total(profile, "reads"), level_total(profile, "writes")
+    tot = job_totals(profile)
+    rb, wb, ro, wo = tot.bytes_read, tot.bytes_written, tot.reads, tot.writes
     out.update(bytes_read=float(rb), bytes_written=float(wb), reads=float(ro), writes=float(wo),
                mean_read_bytes=float(rb / ro) if ro else None, mean_write_bytes=float(wb / wo) if wo else None,
-               files=int(len(m.file_ids)),
+               files=tot.files,
                meta_share=float(m.meta_s / m.total_io_s) if m.total_io_s > 0 else None)
     tm = time_model_of(profile)
     out["io_share"] = tm.io_share

@@ -15,10 +15,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..analyzers.summary import job_totals, module_volumes
 from ..findings import SEVERITIES, Finding
 from ..profile import JobProfile
 from ..units import fmt_bytes, fmt_count, fmt_number, fmt_pct, fmt_seconds
-from .plots.volumes import module_volumes
 
 SCHEMA = "iodiag.compare/1"
 
@@ -52,14 +52,17 @@ def _base_layer(vol) -> dict[str, float]:
 
 
 def job_metrics(profile: JobProfile) -> dict[str, Any]:
+    """The job's numbers compared: files, bytes and reads/writes are the report's (``job_totals``, so report and
+    compare agree on every number they share); times and metadata operations at the base layer."""
     vol = module_volumes(profile)
     base = _base_layer(vol)
+    tot = job_totals(profile)
     return {
         "wall_s": float(profile.job.runtime_s) if profile.job.runtime_s is not None else None,
         "io_time_s": base["io_time_s"], "read_time_s": base["read_time_s"], "write_time_s": base["write_time_s"],
-        "meta_time_s": base["meta_time_s"], "bytes_read": int(base["bytes_read"]), "bytes_written": int(base["bytes_written"]),
-        "reads": int(base["reads"]), "writes": int(base["writes"]), "meta_ops": int(base["meta_ops"]),
-        "files": len(profile.files), "processes": int(profile.job.nprocs),
+        "meta_time_s": base["meta_time_s"], "bytes_read": tot.bytes_read, "bytes_written": tot.bytes_written,
+        "reads": tot.reads, "writes": tot.writes, "meta_ops": int(base["meta_ops"]),
+        "files": tot.files, "processes": int(profile.job.nprocs),
         "_layers": base["layers"], "_modules": vol.rows(),
     }
 

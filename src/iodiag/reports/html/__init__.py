@@ -19,6 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ... import __version__
+from ...analyzers.summary import job_totals
 from ...analyzers.tasktime import dask_time_of
 from ...analyzers.timemodel import time_model_of
 from ...config import Config
@@ -120,7 +121,7 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
     rows.append(("collector", job.collector + (f" {job.darshan_version}" if job.darshan_version else "") + (f" (log format {job.log_format})" if job.log_format else "")))
     rows.append(("modules", ", ".join(m + (" [partial]" if m in job.partial_modules else "") for m in job.modules) or "-"))
     rows.append(("logs", f"{len(job.logs)}"))
-    rows.append(("files", f"{len(profile.files):,}"))
+    rows.append(("files", fmt_count(job_totals(profile).files)))
     rows.append(("traced operations", f"{len(profile.ops):,}" + (" (DXT)" if profile.has_dxt else "")))
     tm = time_model_of(profile)
     if tm.runtime_s:
@@ -153,7 +154,8 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
     from ..plots.metadata import draw_metadata_over_time, metadata_over_time
     from ..plots.timeline import draw_io_timeline, io_timeline
     from ..plots.top_files import draw_top_files, file_times
-    from ..plots.volumes import access_sizes, draw_access_sizes, draw_module_volumes, module_volumes
+    from ...analyzers.summary import module_volumes
+    from ..plots.volumes import access_sizes, draw_access_sizes, draw_module_volumes
 
     if report is not None and "findings" in report:
         fdicts = list(report["findings"])

@@ -75,10 +75,11 @@ def test_report_and_compare_agree_on_every_number_they_share_on_every_corpus_log
             prof = load_job([str(corpus / rel)])
         except IodiagError:
             continue  # a log the corpus keeps because it cannot be read
-        vol, cmp = summarize(prof).volumes, job_metrics(prof)
-        shared = {k for k in vol if k in cmp}
-        assert shared >= {"files", "bytes_read", "bytes_written", "reads", "writes"}
-        assert {k: (vol[k], cmp[k]) for k in shared if vol[k] != cmp[k]} == {}, rel
+        s, cmp = summarize(prof), job_metrics(prof)
+        rep = {**s.volumes, "io_time_s": s.io_time_s, "processes": prof.job.nprocs, "wall_s": prof.job.runtime_s}
+        shared = {k for k in rep if k in cmp}
+        assert shared >= {"files", "bytes_read", "bytes_written", "reads", "writes", "io_time_s"}
+        assert {k: (rep[k], cmp[k]) for k in shared if rep[k] != cmp[k]} == {}, rel
         checked += 1
     assert checked >= 100
 

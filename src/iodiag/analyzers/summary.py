@@ -355,16 +355,12 @@ def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:
     )
 
 
-def _io_process_s(profile: JobProfile, mods: list[ModuleTotals]) -> float:
-    """Summed I/O seconds of every process: the detectors' own total (POSIX and STDIO, ``metrics.total_io_s``);
-    a job that only used an object store counts DFS, or DAOS when no DFS sits on it."""
-    from .metrics import metrics_of
+def io_process_s(profile: JobProfile) -> float:
+    """Summed I/O seconds of every process (the report's ``io_time_s``, compare's too): the time model's
+    ``io_process_s`` (the detectors' POSIX + STDIO total; a job on an object store counts DFS, or DAOS)."""
+    from .timemodel import time_model_of
 
-    total = metrics_of(profile).total_io_s
-    if total > 0:
-        return float(total)
-    by = {m.module: m.read_time_s + m.write_time_s + m.meta_time_s for m in mods}
-    return float(by.get("DFS", by.get("DAOS", 0.0)))
+    return float(time_model_of(profile).io_process_s)
 
 
 def summarize(profile: JobProfile, *, top: int = 5) -> Summary:
@@ -374,7 +370,7 @@ def summarize(profile: JobProfile, *, top: int = 5) -> Summary:
         modules=mods,
         top_files=top_files(profile, top),
         spread=spread(profile),
-        io_time_s=_io_process_s(profile, mods),
+        io_time_s=io_process_s(profile),
     )
 
 

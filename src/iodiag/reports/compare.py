@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..analyzers.summary import job_totals, module_volumes
+from ..analyzers.summary import io_process_s, job_totals, module_volumes
 from ..findings import SEVERITIES, Finding
 from ..profile import JobProfile
 from ..units import fmt_bytes, fmt_count, fmt_number, fmt_pct, fmt_seconds
@@ -52,14 +52,15 @@ def _base_layer(vol) -> dict[str, float]:
 
 
 def job_metrics(profile: JobProfile) -> dict[str, Any]:
-    """The job's numbers compared: files, bytes and reads/writes are the report's (``job_totals``, so report and
-    compare agree on every number they share); times and metadata operations at the base layer."""
+    """The job's numbers compared: files, bytes, reads/writes and the summed I/O time are the report's
+    (``job_totals``, ``io_process_s``: report and compare agree on every number they share); read, write and
+    metadata times and metadata operations at the base layer."""
     vol = module_volumes(profile)
     base = _base_layer(vol)
     tot = job_totals(profile)
     return {
         "wall_s": float(profile.job.runtime_s) if profile.job.runtime_s is not None else None,
-        "io_time_s": base["io_time_s"], "read_time_s": base["read_time_s"], "write_time_s": base["write_time_s"],
+        "io_time_s": io_process_s(profile), "read_time_s": base["read_time_s"], "write_time_s": base["write_time_s"],
         "meta_time_s": base["meta_time_s"], "bytes_read": tot.bytes_read, "bytes_written": tot.bytes_written,
         "reads": tot.reads, "writes": tot.writes, "meta_ops": int(base["meta_ops"]),
         "files": tot.files, "processes": int(profile.job.nprocs),

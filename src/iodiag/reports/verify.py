@@ -11,7 +11,7 @@ import io
 import shlex
 from typing import Any, Sequence
 
-from ..units import fmt_pct
+from ..units import fmt_pct, fmt_seconds
 
 SCHEMA = "iodiag.verify/1"
 METRICS = (("wall_s", "wall time of the command"), ("workload_s", "the workload's own timed section"),
@@ -32,7 +32,7 @@ def verify_result(runs, *, recommendation=None, sets: Sequence[str] = ()) -> dic
             speed[key] = {"label": label, **speedup_band(a, b)}
     notes = list(plan.notes)
     if runs.prepare_s:
-        notes.insert(0, f"the changed data layout was prepared once before the timed runs ({sum(runs.prepare_s):.2f} s, "
+        notes.insert(0, f"the changed data layout was prepared once before the timed runs ({fmt_seconds(sum(runs.prepare_s))}, "
                         "not included in the after runs' times); what it made is kept: it is the change to adopt")
     notes.append("runs without a collector (no Darshan, no Dask capture), before and after interleaved")
     if len(side["before"]) < 5:
@@ -87,7 +87,7 @@ def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
     for k, v in (d["after"].get("env") or {}).items():
         say(f"         {k}={v}")
     for p in d.get("prepare") or []:
-        say(f"prepared once ({p['wall_s']:.2f} s, not in the after times): {p['command']}")
+        say(f"prepared once ({fmt_seconds(p['wall_s'])}, not in the after times): {p['command']}")
     say(f"{d['reps']} runs per side, interleaved {d['order']}", style="dim")
     con.print()
     t = Table(title="Before / after (medians)", title_justify="left", show_edge=False)

@@ -11,9 +11,8 @@ from iodiag.reports.plots.dask import draw_task_durations, draw_task_stream, tas
 from iodiag.reports.plots.metadata import draw_metadata_over_time, metadata_over_time
 from iodiag.reports.plots.timeline import draw_io_timeline, io_timeline
 from iodiag.reports.plots.top_files import draw_top_files, file_times, top_files
-from iodiag.reports.plots.volumes import (
-    SIZE_BINS, SIZE_LABELS, access_sizes, draw_access_sizes, draw_module_volumes, module_volumes, size_bin,
-)
+from iodiag.analyzers.summary import module_volumes
+from iodiag.reports.plots.volumes import SIZE_BINS, SIZE_LABELS, access_sizes, draw_access_sizes, draw_module_volumes, size_bin
 
 from test_html_support import COUNTERS_ONLY, DXT_1024, HEATMAP_1PROC, corpus_logs, dask_profile, load
 

@@ -56,7 +56,7 @@ def test_findings_section_escapes_and_shows_evidence():
     assert "&lt;b&gt;Small&lt;/b&gt; writes" in html and "<b>Small</b>" not in html
     assert "Use &lt;em&gt;larger&lt;/em&gt; buffers &amp; aggregate" in html
     assert "&lt;k&gt;" in html and "&lt;v&gt;" in html and "/a/&lt;x&gt;.h5" in html
-    assert "1,234,567" in html and "12.50 s" in html and "42.0% of the run" in html
+    assert "1,234,567" in html and "12.50 s" in html and "42% of the run" in html  # units.fmt_pct: the one percent style
     assert html.index('class="finding high"') < html.index('class="finding low"')
 
 

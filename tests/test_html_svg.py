@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from iodiag.reports import svg
+from iodiag.units import fmt_bytes
 
 from test_html_plots import decode_png
 from test_html_support import XSS_NAMES
@@ -71,7 +72,7 @@ def test_axis_helpers():
     end, ticks, labels = svg.byte_ticks(2.5 * 1024 ** 3)
     assert end == 2.5 * 1024 ** 3 and labels == ["0", "0.5 GiB", "1.0 GiB", "1.5 GiB", "2.0 GiB", "2.5 GiB"]
     assert svg.log_ticks(0.7, 2e5) == [1, 10, 100, 1000, 1e4, 1e5]
-    assert [svg.binary_label(t, "/s") for t in svg.log2_ticks(10e3, 10e6)] == ["16 KiB/s", "64 KiB/s", "256 KiB/s", "1 MiB/s", "4 MiB/s"]
+    assert [fmt_bytes(t, sig=True) + "/s" for t in svg.log2_ticks(10e3, 10e6)] == ["16 KiB/s", "64 KiB/s", "256 KiB/s", "1 MiB/s", "4 MiB/s"]
     assert svg.fmt_tick(1.25, 0.25) == "1.25" and svg.fmt_tick(20000, 5000) == "20,000" and svg.fmt_tick(0.5, 0.1) == "0.5"
     scale = svg.Log(1, 1000, 0, 300)
     assert scale(10) == pytest.approx(100) and scale(0) == 0 and scale(1e9) == 300  # clamped to the axis

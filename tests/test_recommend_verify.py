@@ -37,7 +37,7 @@ def test_detectors_write_no_advice_and_rules_do():
     # no detector module builds advice text any more: every finding id has its rule
     src = (REPO / "src" / "iodiag" / "analyzers" / "detectors")
     assert not [p.name for p in src.glob("*.py") if "recommendation=" in p.read_text()]
-    from iodiag.findings import FINDING_IDS
+    from iodiag.analyzers.detectors import FINDING_IDS
 
     assert set(FINDING_IDS) <= set(ADVICE)
 

@@ -199,7 +199,7 @@ def test_report_on_empty_dataset(tmp_path):
 
 
 def test_feature_matrix_for_the_recommender(site):
-    from iodiag.findings import FINDING_IDS
+    from iodiag.analyzers.detectors import FINDING_IDS
 
     m = feature_matrix(site)
     programs = load_site(site)["programs"]

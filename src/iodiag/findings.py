@@ -3,31 +3,39 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+from .config import Severity
 
 SEVERITIES = ("high", "medium", "low", "info")
 
-# The stable vocabulary of finding ids (DEVELOPERS.md). Add freely; never rename.
-FINDING_IDS = (
-    "small-io",
-    "metadata-storm",
-    "many-small-files",
-    "random-access",
-    "misaligned",
-    "shared-file-contention",
-    "redundant-read",
-    "rank-imbalance",
-    "straggler-process",
-    "straggler-task",
-    "inactive-ranks",
-    "partial-log",
-    "stdio-heavy",
-    "no-collective-io",
-    "weak-scaling-loss",
-    "no-io",
-    "read-modify-write",
-    "task-overhead",
-)
+@dataclass(frozen=True)
+class FindingSpec:
+    """Everything one finding id is: declared once, in its detector module (``SPECS`` of a module in
+    ``analyzers/detectors/``), collected by ``analyzers.detectors.SPECS``.  ``recommend/`` reads the specs (the
+    advice function of each id is registered against its spec in recommend/rules.py); the docs table in
+    docs/detectors.md is generated from them.  A completeness test (tests/test_finding_specs.py) checks every
+    spec has all its parts.
+
+    - ``id``: the stable vocabulary (never rename one); ``seq``: its place in that vocabulary (the order of
+      ``FINDING_IDS``: site dataset columns, the ``--mute`` hint); a new id takes the next number, none is reused.
+    - ``detect``: the pure function (JobProfile, Config) -> list[Finding] that ``diagnose`` runs; None for a
+      finding over several profiles (weak-scaling-loss: ``compare_scaling``), named in ``runs_over``.
+    - ``fires``, ``cost``: the docs table's "fires when" and "cost" cells (``cost`` is the cost model: what
+      ``est_cost_s`` measures); ``notes``: further docs rows (details of the detection or of the advice).
+    - ``config_keys``: the Config keys (``section.key``) the detector reads.
+    - ``admin_action``: what a site admin can do about the finding across the site (site report).
+    """
+
+    id: str
+    seq: int
+    detect: Callable[..., list["Finding"]] | None
+    fires: str
+    cost: str
+    admin_action: str
+    config_keys: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    runs_over: str = ""
 
 
 @dataclass
@@ -65,15 +73,16 @@ class Finding:
         }
 
 
-def severity_from_share(share: float | None, *, high: float = 0.25, medium: float = 0.05, low: float = 0.01) -> str:
-    """Severity from the estimated share of I/O time a problem costs."""
+def severity_from_share(share: float | None, thresholds: Severity) -> str:
+    """Severity from the share of the run a problem costs, on the Config's ``[severity]`` thresholds (the one
+    source of them: no defaults here)."""
     if share is None:
         return "info"
-    if share >= high:
+    if share >= thresholds.high:
         return "high"
-    if share >= medium:
+    if share >= thresholds.medium:
         return "medium"
-    if share >= low:
+    if share >= thresholds.low:
         return "low"
     return "info"
 

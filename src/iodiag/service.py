@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from .config import Config
 from .errors import InputNotFound, UsageError
-from .findings import FINDING_IDS, Finding
+from .findings import Finding
 from .profile import JobProfile
 
 
@@ -54,6 +54,8 @@ def load_target(*, target: str, log_tree: str | None = None, pick: str | None = 
 
 def with_mutes(config: Config, mute: list[str] | tuple[str, ...]) -> Config:
     """The configuration with more finding ids muted; an unknown id is a usage error naming the known ones."""
+    from .analyzers.detectors import FINDING_IDS
+
     unknown = [m for m in mute if m not in FINDING_IDS]
     if unknown:
         raise UsageError(f"--mute {unknown[0]}: not a finding id", hint="known ids: " + ", ".join(FINDING_IDS))

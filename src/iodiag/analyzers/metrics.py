@@ -503,7 +503,6 @@ class Metrics:
     file_stats: dict[str, np.ndarray] = field(default_factory=dict)  # per-file sums
     file_ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, "i8"))  # processes touching each file
     dxt_complete: bool = False
-    critical_io_s: float = 0.0  # largest per-process I/O time (the I/O critical path)
     ops_file_procs: tuple | None = None  # (file ids, distinct processes per file) from ops; see ops_procs_per_file
     peers: np.ndarray | None = None  # see peer_mask
 
@@ -634,8 +633,7 @@ def _compute(profile: JobProfile) -> Metrics:
     dxt = bool(len(ops)) and not ({"DXT_POSIX", "DXT_MPIIO"} & partial)
     return Metrics(nprocs=n, level=lv, total_io_s=total, rw_s=rw_s, meta_s=meta_s, proc_io_s=proc_io,
                    proc_bytes=proc_bytes, proc_ops=proc_ops, shared_spread_s=spread, file_ids=fids, file_idx=fidx,
-                   file_stats=fs, file_ranks=np.minimum(ranks, n), dxt_complete=dxt,
-                   critical_io_s=float(proc_io.max()) if len(proc_io) else 0.0)
+                   file_stats=fs, file_ranks=np.minimum(ranks, n), dxt_complete=dxt)
 
 
 def peer_mask(profile: JobProfile, m: Metrics) -> np.ndarray:
@@ -903,13 +901,6 @@ def mode_of(counts: dict) -> tuple[int, int]:
     """(most common value, its count); the smallest such value on a tie (as ``np.unique`` + ``argmax``)."""
     best = max(counts.values())
     return min(v for v, k in counts.items() if k == best), best
-
-
-def fmt_bytes(n: float) -> str:
-    for unit, div in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
-        if abs(n) >= div:
-            return f"{n / div:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def lustre_osts(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:

@@ -35,6 +35,58 @@ def _fsum(t: Table | None, col: str) -> float:
     return float(v[v > 0].sum())
 
 
+# module -> (prefix, read-op counters, write-op counters, metadata-op counters): the counter names every per-module
+# total reads (job_totals, module_totals, module_volumes)
+MODULE_SPEC: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "POSIX": ("POSIX", ("POSIX_READS",), ("POSIX_WRITES",),
+              ("POSIX_OPENS", "POSIX_STATS", "POSIX_SEEKS", "POSIX_FSYNCS", "POSIX_FDSYNCS", "POSIX_RENAME_SOURCES", "POSIX_FILENOS", "POSIX_DUPS", "POSIX_MMAPS")),
+    "MPI-IO": ("MPIIO", ("MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"),
+               ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
+               ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS", "MPIIO_SYNCS", "MPIIO_VIEWS", "MPIIO_HINTS")),
+    "STDIO": ("STDIO", ("STDIO_READS",), ("STDIO_WRITES",), ("STDIO_OPENS", "STDIO_FDOPENS", "STDIO_SEEKS", "STDIO_FLUSHES")),
+    "H5F": ("H5F", (), (), ("H5F_OPENS", "H5F_FLUSHES")),
+    "H5D": ("H5D", ("H5D_READS",), ("H5D_WRITES",), ("H5D_OPENS", "H5D_FLUSHES")),
+    "PNETCDF_FILE": ("PNETCDF_FILE", (), (), ("PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS", "PNETCDF_FILE_REDEFS", "PNETCDF_FILE_SYNCS")),
+    "PNETCDF_VAR": ("PNETCDF_VAR", ("PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"),
+                    ("PNETCDF_VAR_INDEP_WRITES", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_WRITES"), ("PNETCDF_VAR_OPENS",)),
+    "DFS": ("DFS", ("DFS_READS", "DFS_READXS", "DFS_NB_READS"), ("DFS_WRITES", "DFS_WRITEXS", "DFS_NB_WRITES"),
+            ("DFS_OPENS", "DFS_GLOBAL_OPENS", "DFS_LOOKUPS", "DFS_STATS", "DFS_GET_SIZES", "DFS_REMOVES", "DFS_PUNCHES")),
+    "DAOS": ("DAOS", ("DAOS_OBJ_FETCHES", "DAOS_ARRAY_READS", "DAOS_KV_GETS"), ("DAOS_OBJ_UPDATES", "DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"),
+             ("DAOS_OBJ_OPENS", "DAOS_ARRAY_OPENS", "DAOS_KV_OPENS", "DAOS_ARRAY_STATS", "DAOS_ARRAY_GET_SIZES")),
+}
+
+
+def _sum_cols(t: Table | None, names) -> int:
+    """The counters ``names`` of a module added up (negative values, Darshan's "not recorded", as 0)."""
+    return sum(_sum(t, n) for n in names)
+
+
+def module_volumes(profile: JobProfile) -> Table:
+    """One row per module that has records: bytes, op counts and summed op times (layers side by side, never
+    summed: an MPI-IO write is also counted by POSIX beneath it).  The HTML volumes plot and compare read it."""
+    cols: dict[str, list] = {k: [] for k in (
+        "module", "records", "bytes_read", "bytes_written", "reads", "writes", "meta_ops",
+        "read_time_s", "write_time_s", "meta_time_s")}
+    for mod, (pre, rd, wr, meta) in MODULE_SPEC.items():
+        t = profile.module(mod)
+        if t is None:
+            continue
+        cols["module"].append(mod)
+        cols["records"].append(len(t))
+        cols["bytes_read"].append(_sum(t, f"{pre}_BYTES_READ"))
+        cols["bytes_written"].append(_sum(t, f"{pre}_BYTES_WRITTEN"))
+        cols["reads"].append(_sum_cols(t, rd))
+        cols["writes"].append(_sum_cols(t, wr))
+        cols["meta_ops"].append(_sum_cols(t, meta))
+        cols["read_time_s"].append(_fsum(t, f"{pre}_F_READ_TIME"))
+        cols["write_time_s"].append(_fsum(t, f"{pre}_F_WRITE_TIME"))
+        cols["meta_time_s"].append(_fsum(t, f"{pre}_F_META_TIME"))
+    return Table({
+        k: np.asarray(v, dtype=object if k == "module" else ("f8" if k.endswith("_s") else "i8"))
+        for k, v in cols.items()
+    })
+
+
 @dataclass
 class ModuleTotals:
     module: str
@@ -88,8 +140,8 @@ def module_totals(profile: JobProfile, mod: str) -> ModuleTotals | None:
     return ModuleTotals(
         module=mod,
         files=int(len(unique(t["file_id"]))),
-        reads=_sum(t, f"{p}_READS") + (_sum(t, f"{p}_INDEP_READS") + _sum(t, f"{p}_COLL_READS") + _sum(t, f"{p}_NB_READS") if mod == "MPI-IO" else 0),
-        writes=_sum(t, f"{p}_WRITES") + (_sum(t, f"{p}_INDEP_WRITES") + _sum(t, f"{p}_COLL_WRITES") + _sum(t, f"{p}_NB_WRITES") if mod == "MPI-IO" else 0),
+        reads=_sum_cols(t, MODULE_SPEC[mod][1]),
+        writes=_sum_cols(t, MODULE_SPEC[mod][2]),
         bytes_read=_sum(t, f"{p}_BYTES_READ"),
         bytes_written=_sum(t, f"{p}_BYTES_WRITTEN"),
         opens=_sum(t, f"{p}_OPENS") + _sum(t, f"{p}_INDEP_OPENS") + _sum(t, f"{p}_COLL_OPENS"),
@@ -101,30 +153,70 @@ def module_totals(profile: JobProfile, mod: str) -> ModuleTotals | None:
 
 def byte_modules(profile: JobProfile) -> tuple[str, ...]:
     """The modules whose bytes add up to the job's volume, each byte once: POSIX, STDIO, DFS and DAOS, but not
-    DAOS when DFS is present (DFS is a file system over DAOS: its bytes are DAOS's bytes again)."""
-    return tuple(m for m in BYTE_MODULES if not (m == "DAOS" and profile.module("DFS") is not None))
+    DAOS when DFS is present (DFS is a file system over DAOS: its bytes are DAOS's bytes again), and MPI-IO only
+    when no module beneath it (POSIX, DFS, DAOS) recorded anything (a log with POSIX disabled)."""
+    below = any(profile.module(m) is not None for m in ("POSIX", "DFS", "DAOS"))
+    mods = tuple(m for m in BYTE_MODULES if not (m == "DAOS" and profile.module("DFS") is not None))
+    return mods if below or profile.module("MPI-IO") is None else mods + ("MPI-IO",)
+
+
+@dataclass(frozen=True)
+class JobTotals:
+    """The job's totals, computed once per profile (``job_totals``) and read by every output that shows them:
+    the report's ``volumes``, compare, the HTML summary, site features and the recommender's measured features.
+
+    ``files``: distinct files with a record at a file layer (POSIX, STDIO, MPI-IO, H5F, PNETCDF_FILE, DFS, DAOS;
+    not HDF5 datasets or PnetCDF variables, which are parts of files, nor LUSTRE striping records, which name
+    files whose I/O the log did not record); ``data_files``: those of them that are not std streams or unnamed
+    (``<STDOUT>``, ``<unnamed …>``).  Bytes and reads/writes add the ``byte_modules`` (each byte once)."""
+
+    files: int
+    data_files: int
+    bytes_read: int
+    bytes_written: int
+    reads: int
+    writes: int
+    opens: int
+    stats: int
+    seeks: int
+    fsyncs: int
+
+
+FILE_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE", "DFS", "DAOS")
+
+
+def job_totals(profile: JobProfile) -> JobTotals:
+    from .metrics import angle_file_ids, memo
+
+    d = memo(profile)
+    if "job_totals" in d:
+        return d["job_totals"]
+    posix, stdio = profile.module("POSIX"), profile.module("STDIO")
+    mods = byte_modules(profile)
+    found = [unique(t["file_id"]) for t in (profile.module(m) for m in FILE_MODULES) if t is not None]
+    ids = unique(np.concatenate(found)) if found else np.zeros(0, "u8")
+    special = angle_file_ids(profile)
+    tot = JobTotals(
+        files=int(len(ids)),
+        data_files=int(len(ids) - np.isin(ids, special).sum()) if len(special) else int(len(ids)),
+        bytes_read=sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_READ") for m in mods),
+        bytes_written=sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_WRITTEN") for m in mods),
+        reads=sum(_sum_cols(profile.module(m), MODULE_SPEC[m][1]) for m in mods),
+        writes=sum(_sum_cols(profile.module(m), MODULE_SPEC[m][2]) for m in mods),
+        opens=_sum(posix, "POSIX_OPENS") + _sum(stdio, "STDIO_OPENS") + _sum(profile.module("DFS"), "DFS_OPENS") + _sum(profile.module("DAOS"), "DAOS_OBJ_OPENS"),
+        stats=_sum(posix, "POSIX_STATS"),
+        seeks=_sum(posix, "POSIX_SEEKS") + _sum(stdio, "STDIO_SEEKS"),
+        fsyncs=_sum(posix, "POSIX_FSYNCS") + _sum(posix, "POSIX_FDSYNCS"),
+    )
+    d["job_totals"] = tot
+    return tot
 
 
 def volumes(profile: JobProfile) -> dict[str, int]:
-    posix, stdio = profile.module("POSIX"), profile.module("STDIO")
-    mods = byte_modules(profile)
-    ids: set[int] = set()
-    for mod in ("POSIX", "STDIO", "MPI-IO", "DFS", "DAOS"):
-        t = profile.module(mod)
-        if t is not None:
-            ids.update(unique(t["file_id"]).tolist())
-    out = {
-        "bytes_read": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_READ") for m in mods),
-        "bytes_written": sum(_sum(profile.module(m), f"{PREFIX[m]}_BYTES_WRITTEN") for m in mods),
-        "reads": sum(_sum(profile.module(m), f"{PREFIX[m]}_READS") for m in mods),
-        "writes": sum(_sum(profile.module(m), f"{PREFIX[m]}_WRITES") for m in mods),
-        "opens": _sum(posix, "POSIX_OPENS") + _sum(stdio, "STDIO_OPENS") + _sum(profile.module("DFS"), "DFS_OPENS") + _sum(profile.module("DAOS"), "DAOS_OBJ_OPENS"),
-        "stats": _sum(posix, "POSIX_STATS"),
-        "seeks": _sum(posix, "POSIX_SEEKS") + _sum(stdio, "STDIO_SEEKS"),
-        "fsyncs": _sum(posix, "POSIX_FSYNCS") + _sum(posix, "POSIX_FDSYNCS"),
-        "files": len(ids),
-    }
-    return out
+    """The report's ``volumes`` object (the job's totals)."""
+    t = job_totals(profile)
+    return {"bytes_read": t.bytes_read, "bytes_written": t.bytes_written, "reads": t.reads, "writes": t.writes,
+            "opens": t.opens, "stats": t.stats, "seeks": t.seeks, "fsyncs": t.fsyncs, "files": t.files}
 
 
 # the layers that reach the file system, and the layers above them; a file seen only at a higher layer is
@@ -263,16 +355,12 @@ def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:
     )
 
 
-def _io_process_s(profile: JobProfile, mods: list[ModuleTotals]) -> float:
-    """Summed I/O seconds of every process: the detectors' own total (POSIX and STDIO, ``metrics.total_io_s``);
-    a job that only used an object store counts DFS, or DAOS when no DFS sits on it."""
-    from .metrics import metrics_of
+def io_process_s(profile: JobProfile) -> float:
+    """Summed I/O seconds of every process (the report's ``io_time_s``, compare's too): the time model's
+    ``io_process_s`` (the detectors' POSIX + STDIO total; a job on an object store counts DFS, or DAOS)."""
+    from .timemodel import time_model_of
 
-    total = metrics_of(profile).total_io_s
-    if total > 0:
-        return float(total)
-    by = {m.module: m.read_time_s + m.write_time_s + m.meta_time_s for m in mods}
-    return float(by.get("DFS", by.get("DAOS", 0.0)))
+    return float(time_model_of(profile).io_process_s)
 
 
 def summarize(profile: JobProfile, *, top: int = 5) -> Summary:
@@ -282,7 +370,7 @@ def summarize(profile: JobProfile, *, top: int = 5) -> Summary:
         modules=mods,
         top_files=top_files(profile, top),
         spread=spread(profile),
-        io_time_s=_io_process_s(profile, mods),
+        io_time_s=io_process_s(profile),
     )
 
 

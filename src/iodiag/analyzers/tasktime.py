@@ -24,6 +24,7 @@ import numpy as np
 
 from .nputil import unique
 from ..profile import OP, JobProfile
+from ..units import fmt_pct
 from .batches import is_source
 from .metrics import median, memo
 
@@ -62,7 +63,7 @@ class DaskTime:
 
     @property
     def headline(self) -> str:
-        pct = lambda k: f"{100 * self.share(k):.0f} %"  # noqa: E731
+        pct = lambda k: fmt_pct(self.share(k))  # noqa: E731
         around = self.share("before_first") + self.share("after_last")
         med = self.task_median_s
         med_txt = f"{med * 1000:.0f} ms" if med < 1 else f"{med:.1f} s"
@@ -70,7 +71,7 @@ class DaskTime:
               f"{pct('task_compute')} in tasks (their I/O not traced: --dxt or the embedded collector splits it)")
         return (f"{self.run_s:.1f} s run on {self.threads} worker thread{'s' if self.threads != 1 else ''}: "
                 f"{io}, {pct('between_tasks')} between "
-                f"tasks, {100 * around:.0f} % before the first and after the last task "
+                f"tasks, {fmt_pct(around)} before the first and after the last task "
                 f"({self.tasks:,} tasks, median {med_txt})")
 
     def to_dict(self) -> dict:

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from ..units import fmt_seconds
 from .app import app
 from .common import run_guarded
 
@@ -63,7 +64,7 @@ def jobs_command(
         print(f"{'job id':<36} {'status':<9} {'collector':<9} {'started':<16} {'wall':>8} {'exit':>7} {'logs':>5} {'tasks':>6}  command")
         for r in rows:
             start = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["start_s"])) if r["start_s"] else "?"
-            wall = f"{r['wall_s']:.1f}s" if r["wall_s"] is not None else "-"
+            wall = fmt_seconds(r['wall_s'])
             ex = r["signal"] or ("-" if r["exit_code"] is None else str(r["exit_code"]))
             cmd = r["command"]
             if len(cmd) > 60:

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from ..units import fmt_seconds
 from .app import app
 from .common import run_guarded
 
@@ -72,7 +73,7 @@ def run_command(
         extra = f", partial ({n} reason{'s' if n != 1 else ''}: see job.json)"
     nlogs = len(rec.data.get("artefacts", {}).get("logs", []))
     what = f"{nlogs} Darshan log{'s' if nlogs != 1 else ''}" if rec.data.get("collector") == "darshan" else rec.data.get("collector")
-    print(f"iodiag: job {rec.id} ({how}, {out.wall_s:.1f} s, {what}{extra}) → iodiag report {rec.id}", file=sys.stderr)
+    print(f"iodiag: job {rec.id} ({how}, {fmt_seconds(out.wall_s)}, {what}{extra}) → iodiag report {rec.id}", file=sys.stderr)
     from ..collectors.supervise import exit_like
 
     raise SystemExit(exit_like(out))

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import IodiagError
+from ..units import fmt_seconds
 from .app import app
 from .common import guarded
 
@@ -105,7 +106,7 @@ def ingest_cmd(
         where += f" ({cluster} jobs)"
     print(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
           f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
-          f"in {d['seconds']:.1f} s {where}{rate}")
+          f"in {fmt_seconds(d['seconds'])} {where}{rate}")
     if d["errors"]:
         print(f"damaged logs are listed in the report: iodiag site report {out}")
 

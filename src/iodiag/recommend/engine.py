@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from ..analyzers.detectors.metadata import MANY_SMALL_FILES
+from ..analyzers.detectors.tasks import TASK_OVERHEAD
 from ..config import Config
 from ..errors import IodiagError, UsageError
 from ..findings import Finding
@@ -112,7 +114,7 @@ def combine(tree: Recommendation, rules: Sequence[Recommendation],
                      f"{_settings_text(r.settings)}) defers to the trained model's {_settings_text(tree.settings)}")
         addresses += [a for a in r.addresses if a not in addresses]
     if not addresses:  # the findings the tree's settings bear on: those a rule for the same setting addressed
-        addresses = [f.id for f in findings if f.id in {"task-overhead", "many-small-files"} and "chunks" in keys]
+        addresses = [f.id for f in findings if f.id in {TASK_OVERHEAD.id, MANY_SMALL_FILES.id} and "chunks" in keys]
     return [replace(tree, notes=tuple(notes), addresses=tuple(addresses))] + kept
 
 

@@ -29,6 +29,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..units import fmt_bytes
+
 FEATURES_VERSION = 1  # bump when a feature's meaning changes: models trained before then are stale
 
 # the scenario inputs of each workload's trees (what a user cannot change) and the setting inputs of the regressor
@@ -236,16 +238,16 @@ def _measured(profile, m) -> dict[str, Any]:
     """Numbers the counters and the task stream give, whatever the workload."""
     import numpy as np
 
-    from ..analyzers.metrics import level_total
+    from ..analyzers.summary import job_totals
     from ..analyzers.tasktime import dask_time_of
     from ..analyzers.timemodel import time_model_of
 
     out: dict[str, Any] = {"nprocs": int(m.nprocs), "runtime_s": profile.job.runtime_s}
-    rb, wb = level_total(profile, "bytes_read"), level_total(profile, "bytes_written")
-    ro, wo = level_total(profile, "reads"), level_total(profile, "writes")
+    tot = job_totals(profile)
+    rb, wb, ro, wo = tot.bytes_read, tot.bytes_written, tot.reads, tot.writes
     out.update(bytes_read=float(rb), bytes_written=float(wb), reads=float(ro), writes=float(wo),
                mean_read_bytes=float(rb / ro) if ro else None, mean_write_bytes=float(wb / wo) if wo else None,
-               files=int(len(m.file_ids)),
+               files=tot.files,
                meta_share=float(m.meta_s / m.total_io_s) if m.total_io_s > 0 else None)
     tm = time_model_of(profile)
     out["io_share"] = tm.io_share
@@ -306,7 +308,7 @@ def _from_measured(profile, measured: Mapping[str, Any]) -> dict[str, Any]:
         if read >= 0.5 * arr_bytes:
             f["pattern"] = "whole"
         else:
-            f["why_unknown"] = (f"the job read {read / 1e6:.1f} MB of a {arr_bytes / 1e6:.1f} MB array: counters "
+            f["why_unknown"] = (f"the job read {fmt_bytes(read, si=True)} of a {fmt_bytes(arr_bytes, si=True)} array: counters "
                                 "alone cannot tell a time slice from a point series")
     return f
 

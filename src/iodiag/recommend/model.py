@@ -24,7 +24,12 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..analyzers.detectors.access import REDUNDANT_READ
+from ..analyzers.detectors.metadata import MANY_SMALL_FILES, METADATA_STORM
+from ..analyzers.detectors.smallio import SMALL_IO
+from ..analyzers.detectors.tasks import TASK_OVERHEAD
 from ..errors import ModelUnusable, UsageError
+from ..units import fmt_bytes, fmt_pct
 from .features import (BASED_ON_PARAMS, FEATURES_VERSION, SCENARIO_INPUTS, SETTING_INPUTS, chunks_for_mb,
                        layout_chunks, nbytes)
 from .recommendation import Change, Recommendation
@@ -32,7 +37,7 @@ from .train import MODEL_SCHEMA, RETRAIN, SHIPPED_MODEL, SHIPPED_TABLE, sha256_o
 from .tree import Leaf, Tree
 
 RANGE_MARGIN = 2.0  # sizes up to 2x beyond the trained range count as covered; further out the model abstains
-ADDRESSES = ("small-io", "many-small-files", "metadata-storm", "task-overhead", "redundant-read")
+ADDRESSES = (SMALL_IO.id, MANY_SMALL_FILES.id, METADATA_STORM.id, TASK_OVERHEAD.id, REDUNDANT_READ.id)
 NOT_TRAINED = ("shards (the workloads write none)", "threads per worker", "Lustre stripe count and size "
                "(no Lustre here: train on a site's sweeps with striping set by a prepare step)")
 
@@ -287,7 +292,7 @@ class Model:
     @staticmethod
     def _title(wl: str, setting: Mapping[str, Any], concrete: Mapping[str, Any], same: bool) -> str:
         ch = concrete.get("chunks")
-        size = f" ≈ {_mb(concrete['chunk_bytes'])}" if concrete.get("chunk_bytes") else ""
+        size = f" ≈ {fmt_bytes(concrete['chunk_bytes'], si=True, sig=True)}" if concrete.get("chunk_bytes") else ""
         chunks = f"chunks of {tuple(ch)}{size}" if ch else "the trained chunking"
         comp = setting["compressor"] if setting["compressor"] != "none" else "no compression"
         if wl == "convert":
@@ -322,13 +327,9 @@ def _snippet(dims, chunks, comp: str, fmt: int, *, workers: int | None = None) -
     return "\n".join(lines)
 
 
-def _mb(b: float) -> str:
-    return f"{b / 1e6:.3g} MB"
-
-
 def _fmt(feature: str, v: float) -> str:
     if feature.endswith("_mb"):
-        return f"{v:.3g} MB"
+        return fmt_bytes(v * 1e6, si=True, sig=True)
     if feature in ("n_lead", "workers", "zarr_format"):
         return f"{v:.0f}" if float(v).is_integer() else f"{v:.1f}"
     return f"{v:.4g}"
@@ -336,7 +337,7 @@ def _fmt(feature: str, v: float) -> str:
 
 def _answer(leaf: Leaf, full: str) -> str:
     n = leaf.samples
-    return (f"{full}  ({leaf.answer} best in {leaf.share:.0%} of {n:g} measured scenario{'s' if n != 1 else ''})")
+    return (f"{full}  ({leaf.answer} best in {fmt_pct(leaf.share)} of {n:g} measured scenario{'s' if n != 1 else ''})")
 
 
 __all__ = ["load_model", "Model", "RANGE_MARGIN", "ADDRESSES"]

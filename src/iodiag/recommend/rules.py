@@ -17,10 +17,19 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
-from ..analyzers.detectors._common import pct
-from ..analyzers.metrics import fmt_bytes
+from ..analyzers.detectors import SPEC_BY_ID
+from ..analyzers.detectors.access import MISALIGNED, RANDOM_ACCESS, REDUNDANT_READ
+from ..analyzers.detectors.coverage import NO_IO, PARTIAL_LOG, STDIO_HEAVY
+from ..analyzers.detectors.layers import READ_MODIFY_WRITE
+from ..analyzers.detectors.metadata import MANY_SMALL_FILES, METADATA_STORM
+from ..analyzers.detectors.mpi import NO_COLLECTIVE_IO, SHARED_FILE_CONTENTION
+from ..analyzers.detectors.parallel import INACTIVE_RANKS, RANK_IMBALANCE, STRAGGLER_PROCESS
+from ..analyzers.detectors.scaling import WEAK_SCALING_LOSS
+from ..analyzers.detectors.smallio import SMALL_IO
+from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
+from ..units import fmt_bytes, fmt_pct
 from .chunks import merge_plan, rechunk_plan
 from .recommendation import Change, Recommendation
 
@@ -82,7 +91,7 @@ def _small_io(f: Finding, cfg: Config) -> str:
 def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) -> None:
     base = max(n["base"], 1)
     if n["consec"] >= 0.2 * base and "consec" not in parts:
-        gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({pct(1 - n['after'] / max(n['before'], 1))} "
+        gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({fmt_pct(1 - n['after'] / max(n['before'], 1))} "
                 "fewer)" if n.get("after") else "")
         how = (f"open(..., buffering={buf})" if ev.get("_python") else f"a {fmt_bytes(buf)} buffer (setvbuf, or "
                "gather the pieces in memory)")
@@ -227,7 +236,7 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
         fix = _rmw_fix(f)
         if fix is None:
             return None
-        return Recommendation(id="read-modify-write", settings=dict(fix[1]), changes=_hint_changes(layer, fix[1]),
+        return Recommendation(id=READ_MODIFY_WRITE.id, settings=dict(fix[1]), changes=_hint_changes(layer, fix[1]),
                               title=f"Stop MPI-IO reading what it writes ({x['unasked_small_reads']:,} reads, {seen})")
     if mp and x.get("max_ranks_per_file", 0) >= 2 and mp[f"{rw}s"]:
         hints = {f"romio_cb_{rw}": "enable"}
@@ -261,7 +270,7 @@ def _rmw_setting(f: Finding) -> Recommendation | None:
     if fix is None:
         return None
     ev = f.evidence
-    return Recommendation(id="read-modify-write", settings=dict(fix[1]), changes=_hint_changes(_interface(f)[0], fix[1]),
+    return Recommendation(id=READ_MODIFY_WRITE.id, settings=dict(fix[1]), changes=_hint_changes(_interface(f)[0], fix[1]),
                           title=f"Stop MPI-IO reading what it writes ({int(ev['posix_reads']):,} reads, "
                                 f"{fmt_bytes(ev['posix_bytes_read'])} in all)")
 
@@ -283,7 +292,7 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
     advice = []
     for k in facts.get("kinds", ()):
         text = _KIND_ADVICE[k["kind"]].replace("{fs}", f"{k['fs'] or 'the file system'}")
-        advice.append(f"{pct(k['share'])} of the metadata time ({k['files']:,} files) {text}")
+        advice.append(f"{fmt_pct(k['share'])} of the metadata time ({k['files']:,} files) {text}")
     if facts.get("reopened"):
         r = facts["reopened"]
         advice.append(f"{r['path']} is opened {r['opens']} times by process {r['process']}: open it once "
@@ -317,7 +326,7 @@ def _many_small_files(f: Finding, cfg: Config) -> str:
            f"{fmt_bytes(facts['target_file_bytes'])}, ~{k:,} of today's files each")
     return (f"{n:,} files averaging {fmt_bytes(ev['mean_file_bytes'])} (median {fmt_bytes(float(ev['median_file_bytes']))}), "
             f"most in {facts['top_directory']} ({int(ev['files_in_top_directory']):,}): {how}; expected files {n:,} -> {after:,} "
-            f"(opens -{pct(1 - after / n)})")
+            f"(opens -{fmt_pct(1 - after / n)})")
 
 
 def _zarr_advice(grids: Mapping[str, dict], target: float) -> str:
@@ -329,7 +338,7 @@ def _zarr_advice(grids: Mapping[str, dict], target: float) -> str:
             dims = " and ".join(f"x{f} along dimension {d} ({g['grid'][d]} chunks)" for d, f in enumerate(factors) if f > 1)
             parts.append(f"{name.rsplit('/', 1)[-1]}: chunk grid {tuple(g['grid'])} of ~{fmt_bytes(g['mean_chunk_bytes'])} "
                          f"per chunk file; rechunk {dims or 'not needed'} -> ~{fmt_bytes(new_bytes)} per chunk")
-    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{pct(1 - after / max(before, 1))}), "
+    return ("; ".join(parts) + f"; expected chunk files {before:,} -> {after:,} (-{fmt_pct(1 - after / max(before, 1))}), "
             "or keep the chunks and group them with Zarr v3 sharding (ShardingCodec) so one file holds many chunks")
 
 
@@ -447,7 +456,7 @@ def _no_io(f: Finding, cfg: Config) -> str:
 
 def _stdio_heavy(f: Finding, cfg: Config) -> str:
     ev = f.evidence
-    return (f"{pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
+    return (f"{fmt_pct(ev['stdio_share_of_bytes'])} of the bytes go through fopen/fread/fwrite (mean request "
             f"{fmt_bytes(ev['mean_stdio_request_bytes'])}): " + (
                 "requests are already large, so STDIO costs little here; switch to POSIX or MPI-IO only if several "
                 "processes share these files" if f.facts.get("large_requests") else
@@ -497,7 +506,7 @@ def _rank_imbalance(f: Finding, cfg: Config) -> str:
         else:  # already wide: striping is not what concentrates the bytes
             note += f" {x['top_file']} is already striped over {sc} OSTs, so the imbalance is in how the data is divided;"
     return (f"spread the I/O:{note} give every process a similar share of the data "
-            f"(today {int(ev['heavy_processes'])} process(es) carry {ev['share_of_bytes_on_heavy']:.0%})")
+            f"(today {int(ev['heavy_processes'])} process(es) carry {fmt_pct(ev['share_of_bytes_on_heavy'])})")
 
 
 def _inactive_ranks(f: Finding, cfg: Config) -> str:
@@ -563,36 +572,37 @@ def _task_overhead_evidence(f: Finding, cfg: Config) -> dict[str, Any]:
 
 
 ADVICE: dict[str, Callable[[Finding, Config], str]] = {
-    "small-io": _small_io,
-    "metadata-storm": _metadata_storm,
-    "many-small-files": _many_small_files,
-    "random-access": _random_access,
-    "misaligned": _misaligned,
-    "redundant-read": _redundant_read,
-    "read-modify-write": _read_modify_write,
-    "partial-log": _partial_log,
-    "no-io": _no_io,
-    "stdio-heavy": _stdio_heavy,
-    "shared-file-contention": _shared_file_contention,
-    "no-collective-io": _no_collective_io,
-    "straggler-process": _straggler_process,
-    "rank-imbalance": _rank_imbalance,
-    "inactive-ranks": _inactive_ranks,
-    "weak-scaling-loss": _weak_scaling_loss,
-    "straggler-task": _straggler_task,
-    "task-overhead": _task_overhead,
+    SMALL_IO.id: _small_io,
+    METADATA_STORM.id: _metadata_storm,
+    MANY_SMALL_FILES.id: _many_small_files,
+    RANDOM_ACCESS.id: _random_access,
+    MISALIGNED.id: _misaligned,
+    REDUNDANT_READ.id: _redundant_read,
+    READ_MODIFY_WRITE.id: _read_modify_write,
+    PARTIAL_LOG.id: _partial_log,
+    NO_IO.id: _no_io,
+    STDIO_HEAVY.id: _stdio_heavy,
+    SHARED_FILE_CONTENTION.id: _shared_file_contention,
+    NO_COLLECTIVE_IO.id: _no_collective_io,
+    STRAGGLER_PROCESS.id: _straggler_process,
+    RANK_IMBALANCE.id: _rank_imbalance,
+    INACTIVE_RANKS.id: _inactive_ranks,
+    WEAK_SCALING_LOSS.id: _weak_scaling_loss,
+    STRAGGLER_TASK.id: _straggler_task,
+    TASK_OVERHEAD.id: _task_overhead,
 }
 # the planned setting a rule adds to a finding's evidence (the report shows it next to what is measured)
-PLANNED_EVIDENCE: dict[str, Callable[[Finding, Config], dict[str, Any]]] = {"task-overhead": _task_overhead_evidence}
+PLANNED_EVIDENCE: dict[str, Callable[[Finding, Config], dict[str, Any]]] = {TASK_OVERHEAD.id: _task_overhead_evidence}
 
 
 def advise(findings: Sequence[Finding], config: Config | None = None) -> list[Finding]:
     """The findings with their ``recommendation`` filled from the rules (new objects; a finding that already
-    carries advice, e.g. built by hand, keeps it)."""
+    carries advice, e.g. built by hand, keeps it).  Every finding id of a spec has its rule (``ADVICE``; a missing
+    one is a KeyError here and fails tests/test_finding_specs.py, never an empty recommendation)."""
     cfg = config or Config()
     out = []
     for f in findings:
-        if f.recommendation or f.id not in ADVICE:
+        if f.recommendation or f.id not in SPEC_BY_ID:
             out.append(f)
             continue
         ev = f.evidence
@@ -634,11 +644,11 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
     seen: set[str] = set()
     for f in sorted(findings, key=lambda f: -(f.est_cost_s or 0.0)):
         rec = None
-        if f.id == "task-overhead" and f.facts.get("array"):
+        if f.id == TASK_OVERHEAD.id and f.facts.get("array"):
             rec = _chunks_from_tasks(f, cfg, params)
-        elif f.id == "many-small-files" and f.facts.get("zarr_grids"):
+        elif f.id == MANY_SMALL_FILES.id and f.facts.get("zarr_grids"):
             rec = _chunks_from_files(profile, f, params)
-        elif f.id == "small-io" and f.facts.get("python") and f.evidence.get("consecutive_ops_counter", 0) >= \
+        elif f.id == SMALL_IO.id and f.facts.get("python") and f.evidence.get("consecutive_ops_counter", 0) >= \
                 0.2 * max(f.evidence["small_reads"] + f.evidence["small_writes"], 1):
             buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
             # the direction whose small requests run consecutively is the one a buffer merges (Darshan's
@@ -649,16 +659,16 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
             rec = Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
                                  settings={"buffering": buf},
                                  changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
-        elif f.id == "small-io":
+        elif f.id == SMALL_IO.id:
             rec = _small_io_setting(f, cfg)
-        elif f.id == "read-modify-write":
+        elif f.id == READ_MODIFY_WRITE.id:
             rec = _rmw_setting(f)
-        elif f.id == "misaligned":
+        elif f.id == MISALIGNED.id:
             a = int(f.evidence["alignment_bytes"])
             layer = _interface(f)[0]
             rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}" + (f" ({layer})" if layer else ""),
                                  settings={"alignment": a}, changes=_alignment_changes(f))
-        elif f.id == "rank-imbalance" and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
+        elif f.id == RANK_IMBALANCE.id and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
             top = f.facts["top_file"]
             folder = top.rsplit("/", 1)[0] or "."
             if folder.rstrip("/") in _mount_points(profile):
@@ -674,7 +684,7 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
         seen.add(rec.id)
         addresses = [f.id]
         if rec.id in ("chunking", "layout"):  # the chunk files' opens and renames are the metadata storm's
-            addresses += [g.id for g in findings if g.id == "metadata-storm"
+            addresses += [g.id for g in findings if g.id == METADATA_STORM.id
                           and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
         bound = _bound(f, runtime)
         bound["notes"] = rec.notes + bound.get("notes", ())

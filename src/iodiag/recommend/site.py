@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..analyzers.detectors import SPEC_BY_ID
 from ..config import Config
 from ..findings import Finding
 
@@ -31,29 +32,8 @@ def apply_site_advice(findings: Sequence[Finding], config: Config) -> list[Findi
     return list(findings)
 
 
-# What an admin can do about each finding across the site (site report); a site config's advice replaces it.
-ADMIN_ACTIONS = {
-    "small-io": "Tell these users to buffer or aggregate I/O (collective MPI-IO, larger HDF5/Zarr chunks, a bigger stdio buffer); document a recommended minimum request size.",
-    "metadata-storm": "Ask these users to open files once and keep them open, and to avoid stat/seek loops; for many files, point them at a node-local or metadata-light scratch.",
-    "many-small-files": "Recommend packing small files (HDF5/NetCDF containers, Zarr with larger chunks, tar) in the user docs; consider a small-file-friendly file system for these projects.",
-    "random-access": "Recommend chunk shapes that match how data is read (e.g. time-series chunks for time-series reads) and read-ahead friendly access in the user docs.",
-    "misaligned": "Publish the file system's block and stripe sizes and recommend aligned request sizes (HDF5 H5Pset_alignment, MPI-IO striping hints).",
-    "shared-file-contention": "Set a default stripe count for shared files, or recommend collective I/O / one file per node to the users writing one file from many ranks.",
-    "redundant-read": "Tell these users to read inputs once (cache in memory or node-local storage) instead of re-reading the same bytes.",
-    "rank-imbalance": "Help these users spread I/O over ranks (collective buffering, aggregators) instead of funnelling it through a few.",
-    "straggler-process": "Check the nodes and OSTs these jobs' slow processes used; recurring stragglers point to hardware or placement problems.",
-    "straggler-task": "Help these users rebalance Dask tasks (chunk sizes, partitioning) so one task does not hold the job.",
-    "inactive-ranks": "Point these users at fewer I/O ranks or aggregated I/O; idle ranks hold core-hours while a few do the I/O.",
-    "partial-log": "Raise Darshan's memory limits (DARSHAN_MODMEM / DARSHAN_MOD_MEM) in the site's Darshan setup so logs are complete.",
-    "stdio-heavy": "Recommend binary formats or larger stdio buffers (setvbuf) for bulk data instead of formatted text I/O.",
-    "no-collective-io": "Make collective MPI-IO the default in the site's MPI-IO hints (romio_cb_write/romio_cb_read = enable) and document it.",
-    "weak-scaling-loss": "Help these users check how their I/O scales with ranks (shared-file striping, aggregators).",
-    "no-io": "Nothing to change: these jobs did no file I/O that Darshan saw.",
-    "read-modify-write": "Recommend aligned, full-block writes (independent MPI-IO writes: data sieving off; collective writes on Lustre: romio_lustre_ds_in_coll=disable; aligned HDF5 chunks).",
-    "task-overhead": "Recommend larger Dask chunks (around 100 MB) so task overhead does not dominate.",
-}
-
-
 def admin_action(finding_id: str) -> str:
-    """What an admin can change about a finding across the site (the site report's recommendation)."""
-    return ADMIN_ACTIONS.get(finding_id, "See the finding's recommendation in users' reports.")
+    """What an admin can change about a finding across the site (the site report's recommendation): the
+    ``admin_action`` of its spec; a site config's advice replaces it."""
+    spec = SPEC_BY_ID.get(finding_id)
+    return spec.admin_action if spec is not None else "See the finding's recommendation in users' reports."

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InputNotFound, InputUnreadable, UsageError
+from ..units import fmt_pct
 from .features import (FEATURES_VERSION, SCENARIO_INPUTS, SETTING_INPUTS, layout_of, n_chunks, nbytes)
 from .tree import MAX_DEPTH, Tree, fit_tree
 
@@ -560,10 +561,10 @@ def evaluation_markdown(res: Mapping[str, Any], *, table_path: str = "", rows: i
                 "|---|---:|---:|---:|---:|---:|"]
         for s in dt.defaults:
             mark = " **(best default, harmonic)**" if s.name == r["best_default"]["harmonic"] else ""
-            out.append(f"| default `{s.name}`{mark} | {s.best_share:.0%} | {_f(s.arithmetic)} | {_f(s.geometric)} | "
+            out.append(f"| default `{s.name}`{mark} | {fmt_pct(s.best_share)} | {_f(s.arithmetic)} | {_f(s.geometric)} | "
                        f"{_f(s.harmonic)} | |")
         for s, reg in r["policies"]:
-            out.append(f"| {s.name} | {s.best_share:.0%} | {_f(s.arithmetic)} | {_f(s.geometric)} | "
+            out.append(f"| {s.name} | {fmt_pct(s.best_share)} | {_f(s.arithmetic)} | {_f(s.geometric)} | "
                        f"{_f(s.harmonic)} | {' / '.join(_f(reg[m], 2) for m in MEANS)} |")
         o = dt.oracle
         out.append(f"| oracle (best per scenario) | 100% | {_f(o.arithmetic)} | {_f(o.geometric)} | "

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import DependencyMissing, UsageError
+from ..units import fmt_pct
 
 LEAF = -1
 MAX_DEPTH = 4
@@ -243,7 +244,7 @@ class Tree:
 
 def _default_answer(kind: str, lf: Leaf) -> str:
     if kind == "classifier":
-        return f"{lf.answer}  ({lf.share:.0%} of {lf.samples:g} training runs)"
+        return f"{lf.answer}  ({fmt_pct(lf.share)} of {lf.samples:g} training runs)"
     return f"{lf.answer:.3g} ± {lf.spread:.2g}  ({lf.samples:g} training runs)"
 
 

@@ -15,9 +15,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..analyzers.summary import io_process_s, job_totals, module_volumes
 from ..findings import SEVERITIES, Finding
 from ..profile import JobProfile
-from .plots.volumes import module_volumes
+from ..units import fmt_bytes, fmt_count, fmt_number, fmt_pct, fmt_seconds
 
 SCHEMA = "iodiag.compare/1"
 
@@ -51,14 +52,18 @@ def _base_layer(vol) -> dict[str, float]:
 
 
 def job_metrics(profile: JobProfile) -> dict[str, Any]:
+    """The job's numbers compared: files, bytes, reads/writes and the summed I/O time are the report's
+    (``job_totals``, ``io_process_s``: report and compare agree on every number they share); read, write and
+    metadata times and metadata operations at the base layer."""
     vol = module_volumes(profile)
     base = _base_layer(vol)
+    tot = job_totals(profile)
     return {
         "wall_s": float(profile.job.runtime_s) if profile.job.runtime_s is not None else None,
-        "io_time_s": base["io_time_s"], "read_time_s": base["read_time_s"], "write_time_s": base["write_time_s"],
-        "meta_time_s": base["meta_time_s"], "bytes_read": int(base["bytes_read"]), "bytes_written": int(base["bytes_written"]),
-        "reads": int(base["reads"]), "writes": int(base["writes"]), "meta_ops": int(base["meta_ops"]),
-        "files": len(profile.files), "processes": int(profile.job.nprocs),
+        "io_time_s": io_process_s(profile), "read_time_s": base["read_time_s"], "write_time_s": base["write_time_s"],
+        "meta_time_s": base["meta_time_s"], "bytes_read": tot.bytes_read, "bytes_written": tot.bytes_written,
+        "reads": tot.reads, "writes": tot.writes, "meta_ops": int(base["meta_ops"]),
+        "files": tot.files, "processes": int(profile.job.nprocs),
         "_layers": base["layers"], "_modules": vol.rows(),
     }
 
@@ -171,13 +176,12 @@ def _fmt(v: Any, unit: str) -> str:
     if v is None:
         return "-"
     if unit == "B":
-        from .plots import human_bytes
-
-        return human_bytes(v)
-    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer() and unit != "s"):
-        return f"{int(v):,}"
-    text = f"{v:,.3f}" if abs(v) < 1000 else f"{v:,.0f}"
-    return f"{text} s" if unit == "s" else text
+        return fmt_bytes(v)
+    if unit == "s":
+        return fmt_seconds(v)
+    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer()):
+        return fmt_count(v)
+    return fmt_number(v)
 
 
 def _fmt_delta(row: dict) -> str:
@@ -192,7 +196,7 @@ def _fmt_delta(row: dict) -> str:
     elif ratio >= 10:
         pct = f" (x{ratio:,.0f})"
     else:
-        pct = f" ({(ratio - 1) * 100:+.0f}%)"
+        pct = f" ({fmt_pct(ratio - 1, signed=True)})"
     return f"{sign}{mag}{pct}"
 
 

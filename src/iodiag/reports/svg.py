@@ -23,6 +23,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..units import BINARY_UNITS, binary_scale
+
 FONT = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif"
 MONO = "'DejaVu Sans Mono', ui-monospace, monospace"
 INK = "#1a202c"
@@ -135,22 +137,10 @@ def log_ticks(lo: float, hi: float, max_ticks: int = 7) -> list[float]:
     return [10.0 ** e for e in exps[::stride]]
 
 
-_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
-
-
 def int_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
     """Round integer ticks in [lo, hi] (process numbers, counts): steps of at least 1."""
     step = max(1.0, nice_step(hi - lo, target))
     return [t for t in nice_ticks(lo, hi, max(1, int(round((hi - lo) / step)))) if float(t).is_integer()] if hi > lo else [lo]
-
-
-def binary_label(v: float, suffix: str = "") -> str:
-    """``16 KiB``, ``1.5 MiB``: a byte value in its binary unit, without needless decimals."""
-    k = 0
-    while abs(v) >= 1024 and k < len(_BINARY) - 1:
-        v /= 1024.0
-        k += 1
-    return f"{v:.3g} {_BINARY[k]}{suffix}"
 
 
 def log2_ticks(lo: float, hi: float, max_ticks: int = 5) -> list[float]:
@@ -169,23 +159,12 @@ def byte_ticks(hi: float, target: int = 5) -> tuple[float, list[float], list[str
     """(axis end, ticks, labels) for a bytes axis from 0: round steps in the binary unit of ``hi``."""
     if not hi > 0:
         return 1.0, [0.0], ["0 B"]
-    k = 0
-    while hi / 1024 ** k >= 1024 and k < len(_BINARY) - 1:
-        k += 1
-    scale = 1024.0 ** k
+    k, scale = binary_scale(hi)
     end = nice_max(hi / scale, target)
     ticks = nice_ticks(0.0, end, target)
     step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
-    labels = ["0" if t == 0 else f"{fmt_tick(t, step)} {_BINARY[k]}" for t in ticks]
+    labels = ["0" if t == 0 else f"{fmt_tick(t, step)} {BINARY_UNITS[k]}" for t in ticks]
     return end * scale, [t * scale for t in ticks], labels
-
-
-def human_count(v: float) -> str:
-    v = float(v)
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(v) >= div:
-            return f"{v / div:.3g}{unit}"
-    return f"{v:.3g}"
 
 
 # -- scales -----------------------------------------------------------------

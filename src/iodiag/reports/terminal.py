@@ -4,24 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_seconds
 from .textout import Lines, keep_end
 
 SEV_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
-
-
-def human_bytes(n: float | int | None) -> str:
-    if n is None:
-        return "-"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"
-
-
-def human_count(n: int | None) -> str:
-    return "-" if n is None else f"{n:,}"
 
 
 _SKIP_EVIDENCE = ("cost_process_s", "cost_share_of_io_process_s")
@@ -34,11 +20,11 @@ def _value(k: str, v: Any) -> str:
             return ", ".join(str(x) for x in v[:5]) + (" …" if len(v) > 5 else "")
         return str(v)
     if k.endswith("_bytes") or k.startswith("bytes_") or k.endswith("_bytes_read") or k.endswith("_bytes_written"):
-        return human_bytes(v)
+        return fmt_bytes(v)
     if k.endswith("_s"):
-        return _secs(float(v))
+        return fmt_seconds(float(v))
     if "share" in k:
-        return _pct(float(v))
+        return fmt_pct(float(v))
     return f"{v:,}" if isinstance(v, int) else f"{v:,.3g}"
 
 
@@ -50,18 +36,6 @@ def _evidence(ev: dict[str, Any], limit: int = 4) -> str:
     return "; ".join(parts) + more
 
 
-def _secs(x: float) -> str:
-    if x >= 3600:
-        return f"{x / 3600:.1f} h"
-    if x >= 100:
-        return f"{x:,.0f} s"
-    return f"{x:.2f} s" if x >= 0.01 else f"{x * 1000:.2f} ms"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f} %" if x >= 0.1 else (f"{100 * x:.1f} %" if x >= 0.001 else f"{100 * x:.2g} %")
-
-
 def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
     """One worker's run as a bar: # in tasks' I/O, = computing, . idle (between and around its tasks)."""
     cap = max(w["threads"] * dask["run_s"], 1e-9)
@@ -70,8 +44,8 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
     n_busy = max(round(width * w["busy_s"] / cap) - n_io, 0)
     bar = "#" * n_io + "=" * n_busy
     bar += "." * (width - len(bar))
-    io_txt = f" · I/O {100 * io / cap:.0f} %" if dask.get("io_traced", True) else ""
-    return f"worker {w['pid']} [{bar}] {w['tasks']:,} tasks · busy {100 * w['busy_s'] / cap:.0f} %{io_txt}"
+    io_txt = f" · I/O {fmt_pct(io / cap)}" if dask.get("io_traced", True) else ""
+    return f"worker {w['pid']} [{bar}] {fmt_count(w['tasks'])} tasks · busy {fmt_pct(w['busy_s'] / cap)}{io_txt}"
 
 
 def _named(report: dict[str, Any], procs: list[int]) -> str:
@@ -94,13 +68,13 @@ def headline(report: dict[str, Any]) -> str | None:
     t = report.get("time")
     if not t or not t.get("runtime_s"):
         return None
-    parts = [f"{_secs(t['runtime_s'])} run"]
+    parts = [f"{fmt_seconds(t['runtime_s'])} run"]
     if t.get("io_wall_s") is not None:
-        parts.append(f"I/O on the critical path {_secs(t['io_wall_s'])} ({_pct(t.get('io_share') or 0)})")
+        parts.append(f"I/O on the critical path {fmt_seconds(t['io_wall_s'])} ({fmt_pct(t.get('io_share') or 0)})")
     if t.get("io_process_s"):
-        parts.append(f"{_secs(t['io_process_s'])} of I/O summed over processes")
+        parts.append(f"{fmt_seconds(t['io_process_s'])} of I/O summed over processes")
     if t.get("explained_s") is not None:
-        parts.append(f"findings explain up to {_secs(t['explained_s'])} ({_pct(t.get('explained_share') or 0)})")
+        parts.append(f"findings explain up to {fmt_seconds(t['explained_s'])} ({fmt_pct(t.get('explained_share') or 0)})")
     return ": ".join(parts[:1]) + (": " + " · ".join(parts[1:]) if len(parts) > 1 else "")
 
 
@@ -110,7 +84,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     j = report["job"]
     v = report["volumes"]
     line((f"iodiag report — job {j['id']}", "bold"), f"  {j.get('program') or j['exe'] or '?'}", hang=2)
-    rt = "-" if j["runtime_s"] is None else f"{j['runtime_s']:.2f} s" + (" (derived from records)" if j.get("runtime_derived") else "")
+    rt = "-" if j["runtime_s"] is None else fmt_seconds(j['runtime_s']) + (" (derived from records)" if j.get("runtime_derived") else "")
     src = j["collector"] + (f" {j['darshan_version']}" if j.get("darshan_version") else "") + (f", log format {j['log_format']}" if j.get("log_format") else "")
     line(f"  {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'} · run time {rt} · {j['start'] or '?'} → {j['end'] or '?'} · {src}", hang=4)
     if len(j.get("programs", [])) > 1:
@@ -133,9 +107,9 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         for w in dask.get("per_worker", [])[:8]:
             line(f"  {_bar(w, dask)}", style="dim", hang=4)
     blank()
-    line(f"  read {human_bytes(v['bytes_read'])} in {human_count(v['reads'])} ops · written {human_bytes(v['bytes_written'])} in {human_count(v['writes'])} ops"
-         f" · opens {human_count(v['opens'])} · stats {human_count(v['stats'])} · seeks {human_count(v['seeks'])}"
-         f" · fsyncs {human_count(v['fsyncs'])} · files {human_count(v['files'])} · I/O time {report.get('io_time_s', 0):.2f} s", hang=4)
+    line(f"  read {fmt_bytes(v['bytes_read'])} in {fmt_count(v['reads'])} ops · written {fmt_bytes(v['bytes_written'])} in {fmt_count(v['writes'])} ops"
+         f" · opens {fmt_count(v['opens'])} · stats {fmt_count(v['stats'])} · seeks {fmt_count(v['seeks'])}"
+         f" · fsyncs {fmt_count(v['fsyncs'])} · files {fmt_count(v['files'])} · I/O time {fmt_seconds(report.get('io_time_s', 0))}", hang=4)
 
     findings = report["findings"]
     blank()
@@ -146,7 +120,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
                            f["title"]]
             if f.get("est_cost_s"):
                 share = f.get("cost_share")
-                parts.append((f"  (~{_secs(f['est_cost_s'])} of the run" + (f", {_pct(share)}" if share is not None else "") + ")",
+                parts.append((f"  (~{fmt_seconds(f['est_cost_s'])} of the run" + (f", {fmt_pct(share)}" if share is not None else "") + ")",
                               "dim"))
             line(*parts, hang=11)  # under the title's first word
             if f["severity"] == "info":  # worth knowing, not worth the reader's time here: one line
@@ -182,21 +156,21 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         cols = [(c, "left" if c == "module" else "right")
                 for c in ("module", "files", "reads", "writes", "read", "written", "opens", "read s", "write s", "meta s")]
         out.table("Per module", cols, [
-            (m["module"], human_count(m["files"]), human_count(m["reads"]), human_count(m["writes"]),
-             human_bytes(m["bytes_read"]), human_bytes(m["bytes_written"]), human_count(m["opens"]),
+            (m["module"], fmt_count(m["files"]), fmt_count(m["reads"]), fmt_count(m["writes"]),
+             fmt_bytes(m["bytes_read"]), fmt_bytes(m["bytes_written"]), fmt_count(m["opens"]),
              f"{m['read_time_s']:.2f}", f"{m['write_time_s']:.2f}", f"{m['meta_time_s']:.2f}") for m in report["modules"]])
     if report.get("top_files"):
         blank()
         cols = [(c, "left" if c in ("file", "module") else "right") for c in ("file", "module", "I/O s", "read", "written", "procs")]
         out.table("Top files by I/O time", cols, [
-            (keep_end(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", human_bytes(f["bytes_read"]),
-             human_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
+            (keep_end(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", fmt_bytes(f["bytes_read"]),
+             fmt_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
             for f in report["top_files"]])
     sp = report.get("process_spread")
     if sp and sp["processes"] > 1:
         blank()
-        line(f"Per-process I/O time: {sp['active']}/{sp['processes']} processes did I/O · min {sp['min_s']:.3f} s · "
-             f"median {sp['median_s']:.3f} s · max {sp['max_s']:.3f} s · slowest: {_named(report, sp['slowest'][:4]) or '-'}",
+        line(f"Per-process I/O time: {sp['active']}/{sp['processes']} processes did I/O · min {fmt_seconds(sp['min_s'])} · "
+             f"median {fmt_seconds(sp['median_s'])} · max {fmt_seconds(sp['max_s'])} · slowest: {_named(report, sp['slowest'][:4]) or '-'}",
              hang=2)
     if report["errors"]:
         blank()

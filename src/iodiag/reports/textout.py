@@ -12,6 +12,8 @@ import re
 import unicodedata
 from typing import Iterable, Sequence, Union
 
+from ..units import BINARY_UNITS, DECIMAL_UNITS
+
 # SGR codes of the styles the reports use ("bold red" = bold + red)
 _SGR = {"bold": "1", "dim": "2", "italic": "3", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
@@ -45,7 +47,7 @@ def _words(segments: Iterable[Segment], default: str | None) -> list[tuple[str, 
     for seg in segments:
         text, style = (seg, default) if isinstance(seg, str) else (seg[0], seg[1] or default)
         for piece in _PIECES.findall(clean(text)):
-            # a unit stays with its number ("0.5 %", "12.15 s", "1.0 MiB"): no line starts with a bare unit
+            # a unit stays with its number ("12.15 s", "1.0 MiB"): no line starts with a bare unit
             if (_UNIT.match(piece) and len(out) > 1 and out[-1][0] == " " and out[-2][0][-1:].isdigit()
                     and out[-2][1] == style):
                 out[-2:] = [(out[-2][0] + " " + piece, style)]
@@ -55,7 +57,8 @@ def _words(segments: Iterable[Segment], default: str | None) -> list[tuple[str, 
 
 
 _PIECES = re.compile(r" +|[^ ]+")
-_UNIT = re.compile(r"(%|s|ms|h|B|KiB|MiB|GiB|TiB|PiB)[),;:.]*$")
+# the units units.py writes after a number and a space (and "%", once written "12 %")
+_UNIT = re.compile(r"(%|s|ms|h|" + "|".join(dict.fromkeys(BINARY_UNITS + DECIMAL_UNITS)) + r")[),;:.]*$")
 
 
 class Lines:

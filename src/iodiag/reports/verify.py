@@ -11,6 +11,8 @@ import io
 import shlex
 from typing import Any, Sequence
 
+from ..units import fmt_pct, fmt_seconds
+
 SCHEMA = "iodiag.verify/1"
 METRICS = (("wall_s", "wall time of the command"), ("workload_s", "the workload's own timed section"),
            ("cpu_s", "CPU time of the process tree"))
@@ -30,7 +32,7 @@ def verify_result(runs, *, recommendation=None, sets: Sequence[str] = ()) -> dic
             speed[key] = {"label": label, **speedup_band(a, b)}
     notes = list(plan.notes)
     if runs.prepare_s:
-        notes.insert(0, f"the changed data layout was prepared once before the timed runs ({sum(runs.prepare_s):.2f} s, "
+        notes.insert(0, f"the changed data layout was prepared once before the timed runs ({fmt_seconds(sum(runs.prepare_s))}, "
                         "not included in the after runs' times); what it made is kept: it is the change to adopt")
     notes.append("runs without a collector (no Darshan, no Dask capture), before and after interleaved")
     if len(side["before"]) < 5:
@@ -85,7 +87,7 @@ def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
     for k, v in (d["after"].get("env") or {}).items():
         say(f"         {k}={v}")
     for p in d.get("prepare") or []:
-        say(f"prepared once ({p['wall_s']:.2f} s, not in the after times): {p['command']}")
+        say(f"prepared once ({fmt_seconds(p['wall_s'])}, not in the after times): {p['command']}")
     say(f"{d['reps']} runs per side, interleaved {d['order']}", style="dim")
     con.print()
     t = Table(title="Before / after (medians)", title_justify="left", show_edge=False)
@@ -94,7 +96,7 @@ def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
     for key, s in d["speedup"].items():
         t.add_row(_SHORT.get(key, key), f"{s['median_before_s']:.3f} s", f"{s['median_after_s']:.3f} s",
                   f"{s['estimate']:.2f}x", f"{s['low']:.2f}-{s['high']:.2f}x",
-                  f"±{100 * s['noise_before']:.0f}/±{100 * s['noise_after']:.0f} %")
+                  f"±{fmt_pct(s['noise_before'])}/±{fmt_pct(s['noise_after'])}")
     con.print(t)
     main = d["speedup"].get(d["primary"])
     if main:

@@ -7,7 +7,7 @@
 * ``recommendations``: one per finding id, ranked by the core-hours fixing it would
   give back (*recoverable core-hours*: per affected job, the share of its run the
   finding costs, ``est_cost_s / runtime_s``, times the job's core-hours, at most the
-  core-hours it spent in I/O), with what to change (``recommend.site.ADMIN_ACTIONS``),
+  core-hours it spent in I/O), with what to change (``recommend.site.admin_action``: the finding spec's ``admin_action``),
   what the site config tells users about it (``site_advice``, None without one) and the
   users and executables it costs most;
 * ``prevalence``: for each finding id, the jobs it affects and their share of
@@ -30,8 +30,8 @@ import math
 import os
 from typing import Any
 
+from ..analyzers.detectors import FINDING_IDS
 from ..config import Config
-from ..findings import FINDING_IDS
 from .features import SIZE_BIN_LABELS, SIZE_BINS, SIZE_BIN_LOW_BYTES
 from .store import load_site
 

@@ -20,13 +20,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..analyzers.detectors.access import RANDOM_ACCESS, REDUNDANT_READ
+from ..analyzers.detectors.smallio import SMALL_IO
 from ..errors import NoUsableData, UsageError
 from ..recommend.kunkel import MEANS, DefaultsTable, Score, defaults_table
+from ..units import fmt_bytes, fmt_pct
 from .store import load_site
 from .sweeps import JobMix, SweepTable, load_sweeps, map_jobs
 
 # findings whose advice a tunable's default speaks to (the site advice text is appended to them)
-ADVICE_FOR = {"read-pattern": ("small-io", "random-access", "redundant-read"), "write-size": (), "descriptors": ()}
+ADVICE_FOR = {"read-pattern": (SMALL_IO.id, RANDOM_ACCESS.id, REDUNDANT_READ.id), "write-size": (), "descriptors": ()}
 # no rule of the tree serves less than this share of the site's weight (a rule for a sliver is not worth telling users)
 MIN_LEAF_WEIGHT_SHARE = 0.01
 # the job columns site defaults needs from the dataset
@@ -65,11 +68,9 @@ def condition_text(c) -> str:
 def fmt_feature(name: str, value: float) -> str:
     """A tree threshold in the unit its feature name says."""
     if name.endswith("_bytes"):
-        from ..reports.plots import human_bytes
-
-        return human_bytes(value)
+        return fmt_bytes(value)
     if name.endswith("_coverage") or name.endswith("_share"):
-        return f"{100 * value:.0f} %"
+        return fmt_pct(value)
     return f"{value:,.0f}" if abs(value) >= 10 else f"{value:.3g}"
 
 
@@ -158,7 +159,7 @@ def _advice(res: dict[str, Any], site: str | None) -> str:
     tab = res["site"] or res["measured"]
     sc = next(s for s in tab["defaults"] if s["setting"] == res["default"])
     m = res["mean"]
-    text = (f"{res['tunable']} default here: {res['default']} ({100 * sc[m]:.0f} % of the best, {m} mean over "
+    text = (f"{res['tunable']} default here: {res['default']} ({fmt_pct(sc[m])} of the best, {m} mean over "
             f"{'this site' + chr(39) + 's jobs' if res['site'] else 'the sweep'}, measured on site).")
     rules = (res.get("tree") or {}).get("user_rules") or []
     if rules:

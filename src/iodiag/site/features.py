@@ -29,8 +29,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..analyzers.detectors import FINDING_IDS
+from ..analyzers.summary import job_totals
 from ..analyzers.nputil import unique
-from ..findings import FINDING_IDS, Finding
+from ..findings import Finding
 from ..analyzers.metrics import angle_file_ids, files_column, isin, median, module_sums, pcol
 from ..profile import JobProfile
 
@@ -281,11 +283,11 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     stime = (ST("STDIO_F_READ_TIME", 0.0) + ST("STDIO_F_WRITE_TIME", 0.0) + ST("STDIO_F_META_TIME", 0.0))
     f["stdio_time_s"] = stime
 
-    # POSIX and STDIO are disjoint layers (fread's own read() calls are not intercepted);
-    # MPI-IO sits on POSIX, so it only counts when a log has no POSIX module.
+    # the job's bytes are the report's (analyzers.summary.job_totals: POSIX and STDIO are disjoint layers, MPI-IO
+    # sits on POSIX and only counts when no layer beneath it was recorded); times by the same rule
+    tot = job_totals(profile)
     no_posix = not px
-    f["bytes_read"] = f["posix_bytes_read"] + f["stdio_bytes_read"] + (f["mpiio_bytes_read"] if no_posix else 0.0)
-    f["bytes_written"] = f["posix_bytes_written"] + f["stdio_bytes_written"] + (f["mpiio_bytes_written"] if no_posix else 0.0)
+    f["bytes_read"], f["bytes_written"] = float(tot.bytes_read), float(tot.bytes_written)
     f["read_time_s"] = f["posix_read_time_s"] + ST("STDIO_F_READ_TIME", 0.0) + (MP("MPIIO_F_READ_TIME", 0.0) if no_posix else 0.0)
     f["write_time_s"] = f["posix_write_time_s"] + ST("STDIO_F_WRITE_TIME", 0.0) + (MP("MPIIO_F_WRITE_TIME", 0.0) if no_posix else 0.0)
     f["meta_time_s"] = f["posix_meta_time_s"] + ST("STDIO_F_META_TIME", 0.0) + (MP("MPIIO_F_META_TIME", 0.0) if no_posix else 0.0)
@@ -300,9 +302,10 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["uses_mpiio"], f["uses_stdio"] = bool(mp), bool(st)
     f["uses_hdf5"], f["uses_pnetcdf"] = bool(h5f or h5d), bool(pnc)
 
-    # files: data files touched through POSIX/STDIO/MPI-IO (not <STDOUT> and friends)
+    # files: the job's data files (job_totals.data_files: not <STDOUT> and friends); read, written, shared and
+    # the largest from the per-file sums of POSIX/STDIO/MPI-IO
     uniq, rb, wb, mx, sh = _files(profile, px, st, mp)
-    f["n_files"] = len(uniq)
+    f["n_files"] = tot.data_files
     if isinstance(uniq, list):  # a few records, grouped in Python
         f["n_files_read"] = sum(1 for x in rb if x > 0)
         f["n_files_written"] = sum(1 for x in wb if x > 0)

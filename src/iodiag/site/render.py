@@ -6,33 +6,11 @@ import html
 import json
 from typing import Any, Sequence
 
-
-def _num(x: Any, unit: str = "") -> str:
-    if x is None or x != x:  # None or NaN
-        return "-"
-    x = float(x)
-    for div, suf in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= div:
-            return f"{x / div:.1f}{suf}{unit}"
-    return f"{x:.0f}{unit}" if abs(x) >= 10 or x == int(x) else f"{x:.2f}{unit}"
-
-
-def _bytes(x: Any) -> str:
-    if x is None or x != x:
-        return "-"
-    x = float(x)
-    for div, suf in ((1 << 50, "PiB"), (1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if x >= div:
-            return f"{x / div:.1f} {suf}"
-    return f"{x:.0f} B"
-
-
-def _pct(x: Any) -> str:
-    return "-" if x is None else f"{100 * float(x):.1f}%"
+from ..units import fmt_bytes, fmt_compact, fmt_pct
 
 
 def _hours(s: Any) -> str:
-    return "-" if s is None or s != s else _num(float(s) / 3600.0, " h")
+    return fmt_compact(None if s is None else float(s) / 3600.0, " h")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] | None = None) -> list[str]:
@@ -44,7 +22,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequenc
 
 
 def _ch(x: Any) -> str:
-    return "-" if x is None or x != x else (f"{float(x):.2f}" if abs(float(x)) < 10 else _num(x))
+    return "-" if x is None or x != x else (f"{float(x):.2f}" if abs(float(x)) < 10 else fmt_compact(x))
 
 
 def _who(rows: Sequence[dict[str, Any]], key: str) -> str:
@@ -60,16 +38,16 @@ def _sections(rep: dict[str, Any]):
         ["days", f"{ov['first_day'] or '-'} .. {ov['last_day'] or '-'}"],
         ["jobs (programs)", f"{ov['jobs']} ({ov['programs']})"],
         ["logs read / damaged", f"{ov['logs_read']} / {ov['logs_damaged']}"],
-        ["core-hours", _num(ov["core_hours"])],
+        ["core-hours", fmt_compact(ov["core_hours"])],
         ["I/O time (process-hours)", _hours(ov["io_time_s"])],
-        ["recoverable core-hours (all findings)", f"{_ch(ov.get('recoverable_core_hours'))} ({_pct(_ratio(ov.get('recoverable_core_hours'), ov['core_hours']))})"],
-        ["read / written", f"{_bytes(ov['bytes_read'])} / {_bytes(ov['bytes_written'])}"],
+        ["recoverable core-hours (all findings)", f"{_ch(ov.get('recoverable_core_hours'))} ({fmt_pct(_ratio(ov.get('recoverable_core_hours'), ov['core_hours']))})"],
+        ["read / written", f"{fmt_bytes(ov['bytes_read'])} / {fmt_bytes(ov['bytes_written'])}"],
         ["jobs with findings", str(ov["jobs_with_findings"])],
         ["jobs with partial logs", str(ov["partial_jobs"])],
     ])
     yield ("What to change: recommendations by recoverable core-hours",
            ["finding", "jobs", "recoverable core-h", "% of core-h", "what to change", "costs most (core-h)"],
-           [[r["finding"], str(r["jobs"]), _ch(r["recoverable_core_hours"]), _pct(r["recoverable_share"]),
+           [[r["finding"], str(r["jobs"]), _ch(r["recoverable_core_hours"]), fmt_pct(r["recoverable_share"]),
              r["action"] + (f" Users are told ({r['site_advice']})" if r.get("site_advice") else ""),
              "users: " + _who(r["users"], "user") + "; programs: " + _who(r["executables"], "exe")] for r in rep.get("recommendations", [])]
            or [["(nothing recoverable)", "", "", "", "", ""]])
@@ -77,7 +55,7 @@ def _sections(rep: dict[str, Any]):
         rows = rep["top_users" if key == "user" else "top_executables"]
         yield (title, [key, "jobs", "affected", "recoverable core-h", "costliest finding (core-h)", "affected core-h", "findings"],
                [[str(r[key]) or "?", str(r["jobs"]), str(r["jobs_affected"]), _ch(r.get("recoverable_core_hours")),
-                 f"{r.get('costliest_finding') or '-'} ({_ch(r.get('costliest_core_hours'))})", _num(r["affected_core_hours"]),
+                 f"{r.get('costliest_finding') or '-'} ({_ch(r.get('costliest_core_hours'))})", fmt_compact(r["affected_core_hours"]),
                  ", ".join(f"{k} x{v}" for k, v in list(r["findings"].items())[:3])] for r in rows]
                or [["(none)", "", "", "", "", "", ""]])
     sc = rep.get("site_config") or {}
@@ -87,23 +65,23 @@ def _sections(rep: dict[str, Any]):
     prev = rep["prevalence"]
     yield ("Findings: prevalence, by recoverable core-hours",
            ["finding", "jobs", "% jobs", "% core-h", "% I/O time", "est. cost", "recoverable core-h"],
-           [[p["finding"], str(p["jobs"]), _pct(p["jobs_share"]), _pct(p["core_hours_share"]), _pct(p["io_time_share"]),
+           [[p["finding"], str(p["jobs"]), fmt_pct(p["jobs_share"]), fmt_pct(p["core_hours_share"]), fmt_pct(p["io_time_share"]),
              _hours(p["est_cost_s"]), _ch(p.get("recoverable_core_hours"))] for p in prev] or [["(no findings)", "", "", "", "", "", ""]])
     ops = rep["op_sizes"]
     tot_r, tot_w = sum(ops["read_ops"]) or 1, sum(ops["write_ops"]) or 1
     yield ("POSIX op sizes (all jobs)", ["size", "reads", "% reads", "writes", "% writes", "jobs (mostly)"],
-           [[b, _num(r), _pct(r / tot_r), _num(w), _pct(w / tot_w), str(dr + dw)]
+           [[b, fmt_compact(r), fmt_pct(r / tot_r), fmt_compact(w), fmt_pct(w / tot_w), str(dr + dw)]
             for b, r, w, dr, dw in zip(ops.get("labels", ops["bins"]), ops["read_ops"], ops["write_ops"],
                                        ops["read_jobs_by_dominant_bin"], ops["write_jobs_by_dominant_bin"])])
     fpj = rep["files_per_job"]
     q = fpj["quantiles"]
     yield ("Files per job", ["files", "jobs"], [[h["files"], str(h["jobs"])] for h in fpj["histogram"]]
-           + [["median / p90 / p99 / max", f"{_num(q['p50'])} / {_num(q['p90'])} / {_num(q['p99'])} / {_num(q['max'])}"]])
+           + [["median / p90 / p99 / max", f"{fmt_compact(q['p50'])} / {fmt_compact(q['p90'])} / {fmt_compact(q['p99'])} / {fmt_compact(q['max'])}"]])
     tr = rep["trends"]
     yield (f"Trends per {tr['period']}", [tr["period"], "jobs", "core-h", "I/O time", "bytes", "with findings", "top finding"],
-           [[r["period"], str(r["jobs"]), _num(r["core_hours"]), _hours(r["io_time_s"]), _bytes(r["bytes"]),
+           [[r["period"], str(r["jobs"]), fmt_compact(r["core_hours"]), _hours(r["io_time_s"]), fmt_bytes(r["bytes"]),
              str(r["jobs_with_findings"]),
-             (lambda fs: f"{max(fs, key=fs.get)} {_pct(max(fs.values()))}" if fs else "-")(r["finding_share"])]
+             (lambda fs: f"{max(fs, key=fs.get)} {fmt_pct(max(fs.values()))}" if fs else "-")(r["finding_share"])]
             for r in tr["rows"]])
     er = rep["errors"]
     yield ("Damaged or unreadable logs", ["kind", "logs"], [[k, str(v)] for k, v in er["by_kind"].items()] or [["(none)", "0"]])
@@ -169,7 +147,7 @@ def _hbars(title: str, labels: Sequence[str], series: Sequence[tuple[str, str, S
     """Horizontal bars (one group per label, one bar per series) as inline SVG."""
     from ..reports import svg
 
-    fmt = fmt or (lambda v: _num(v))
+    fmt = fmt or (lambda v: fmt_compact(v))
     n, k = len(labels), len(series)
     bar, gap = 14.0, 8.0
     left = min(230.0, 24 + max([svg.text_width(lb, 11) for lb in labels] + [40]))
@@ -229,11 +207,11 @@ def render_html(rep: dict[str, Any]) -> str:
              "<nav class='toc'><a href='#change'>What to change</a><a href='#contact'>Whom to contact</a>"
              "<a href='#workload'>Workload</a><a href='#findings'>All findings</a><a href='#trends'>Trends</a><a href='#errors'>Damaged logs</a></nav>"]
     rec_total = ov.get("recoverable_core_hours") or 0.0
-    cards = [(f"{ov['jobs']:,}", "jobs"), (_num(ov["core_hours"]), "core-hours"), (_hours(ov["io_time_s"]), "I/O time (process-hours)"),
+    cards = [(f"{ov['jobs']:,}", "jobs"), (fmt_compact(ov["core_hours"]), "core-hours"), (_hours(ov["io_time_s"]), "I/O time (process-hours)"),
              (f"{ov['jobs_with_findings']:,}", "jobs with findings")]
     parts.append("<div class='cards'>" + "".join(f"<div class='card'><b>{esc(v)}</b><span>{esc(k)}</span></div>" for v, k in cards)
                  + f"<div class='card key'><b>{esc(_ch(rec_total))}</b><span>core-hours recoverable by fixing what iodiag found "
-                   f"({esc(_pct(_ratio(rec_total, ov['core_hours'])))} of all)</span></div></div>")
+                   f"({esc(fmt_pct(_ratio(rec_total, ov['core_hours'])))} of all)</span></div></div>")
     # what to change
     parts.append("<h2 id='change'>What to change, by recoverable core-hours</h2>")
     parts.append("<p class='muted small'>Recoverable core-hours of a finding: for every job it affects, the share of the job's run "
@@ -248,7 +226,7 @@ def render_html(rep: dict[str, Any]) -> str:
             told = (f"<div class='told small'><b>Users' reports say</b> (site config): {esc(r['site_advice'])}</div>"
                     if r.get("site_advice") else "")
             parts.append(f"<div class='rec'><h3>{i}. {esc(r['finding'])} — {esc(_ch(r['recoverable_core_hours']))} core-hours "
-                         f"<span class='muted small'>({esc(_pct(r['recoverable_share']))} of all; {r['jobs']} jobs)</span></h3>"
+                         f"<span class='muted small'>({esc(fmt_pct(r['recoverable_share']))} of all; {r['jobs']} jobs)</span></h3>"
                          f"<div class='what'>{esc(r['action'])}</div>{told}"
                          f"<div class='small'>Costs most: users {esc(_who(r['users'], 'user'))}; programs {esc(_who(r['executables'], 'exe'))}</div></div>")
     else:
@@ -272,10 +250,10 @@ def render_html(rep: dict[str, Any]) -> str:
     parts.append("<h2 id='workload'>Workload</h2><div class='plots'>")
     parts.append(_plot("plot-op-sizes", _hbars("POSIX operations by size", labels, [("reads", READ, ops["read_ops"]), ("writes", WRITE, ops["write_ops"])],
                               unit="operations (all jobs)"),
-                       f"{_pct(ops['ops_lt_100k_share'])} of all operations are under 100 KiB."))
+                       f"{fmt_pct(ops['ops_lt_100k_share'])} of all operations are under 100 KiB."))
     parts.append(_plot("plot-files-per-job", _hbars("Files per job", [h["files"] for h in fpj["histogram"]],
                               [("jobs", "#4a5568", [h["jobs"] for h in fpj["histogram"]])], unit="jobs"),
-                       f"Median {_num(fpj['quantiles']['p50'])} files per job, 90th percentile {_num(fpj['quantiles']['p90'])}."))
+                       f"Median {fmt_compact(fpj['quantiles']['p50'])} files per job, 90th percentile {fmt_compact(fpj['quantiles']['p90'])}."))
     parts.append("</div>")
     for title, headers, rows in _sections(rep):
         if title.startswith(("Site defaults", "Findings", "Trends", "Damaged", "Examples", "POSIX op sizes", "Files per job")):
@@ -292,10 +270,10 @@ def _defaults_rows(tab: dict[str, Any], default: str) -> list[list[str]]:
     rows = []
     for s in sorted(tab["defaults"], key=lambda s: -s["harmonic"]):
         mark = " ◀ default" if s["setting"] == default else ""
-        rows.append([s["setting"] + mark, _pct(s["best_share"]), _pct(s["worst_share"]), _pct(s["arithmetic"]),
-                     _pct(s["geometric"]), _pct(s["harmonic"])])
+        rows.append([s["setting"] + mark, fmt_pct(s["best_share"]), fmt_pct(s["worst_share"]), fmt_pct(s["arithmetic"]),
+                     fmt_pct(s["geometric"]), fmt_pct(s["harmonic"])])
     o = tab["oracle"]
-    rows.append(["best per scenario (oracle)", _pct(o["best_share"]), "-", _pct(o["arithmetic"]), _pct(o["geometric"]), _pct(o["harmonic"])])
+    rows.append(["best per scenario (oracle)", fmt_pct(o["best_share"]), "-", fmt_pct(o["arithmetic"]), fmt_pct(o["geometric"]), fmt_pct(o["harmonic"])])
     return rows
 
 
@@ -313,22 +291,22 @@ def defaults_sections(res: dict[str, Any]):
             notes = [f"{mix['jobs_mapped']} of {mix['jobs_total']} jobs map onto a scenario; weight = {mix['weight_unit']}"]
             notes += [f"not mapped: {v} jobs ({k})" for k, v in mix["unmapped"].items()]
             yield (f"{name}: the site's workload mix over the sweep's scenarios", ["scenario", "jobs", "weight", "share"],
-                   [[s["scenario"], str(s["jobs"]), _num(s["weight"]), _pct(s["weight"] / (sum(x["weight"] for x in mix["scenarios"]) or 1))]
+                   [[s["scenario"], str(s["jobs"]), fmt_compact(s["weight"]), fmt_pct(s["weight"] / (sum(x["weight"] for x in mix["scenarios"]) or 1))]
                     for s in mix["scenarios"]], notes)
             yield (f"{name}: default vs best, weighted by the site's workload mix", DEFAULTS_HEADERS,
                    _defaults_rows(t["site"], t["default"]), [])
         tr = t.get("tree")
         if tr:
             p = tr["policy"]
-            notes = [f"the tree as a policy: arithmetic {_pct(p['arithmetic'])}, geometric {_pct(p['geometric'])}, harmonic {_pct(p['harmonic'])}"
-                     + (f"; it recovers {_pct(1 - tr['regret_share'])} of what the best single default leaves to the oracle"
+            notes = [f"the tree as a policy: arithmetic {fmt_pct(p['arithmetic'])}, geometric {fmt_pct(p['geometric'])}, harmonic {fmt_pct(p['harmonic'])}"
+                     + (f"; it recovers {fmt_pct(1 - tr['regret_share'])} of what the best single default leaves to the oracle"
                         if tr["regret_share"] is not None else "; no single default loses anything")]
             yield (f"{name}: decision tree (depth ≤ 4) over the site's jobs (features: {', '.join(tr['features'])})",
                    ["rules"], [[ln] for ln in tr["rules"]], notes)
 
 
 def render_defaults_text(res: dict[str, Any]) -> str:
-    out = [f"Site defaults from {res['dataset']} ({res['jobs']} jobs, {_num(res['core_hours'])} core-hours) "
+    out = [f"Site defaults from {res['dataset']} ({res['jobs']} jobs, {fmt_compact(res['core_hours'])} core-hours) "
            f"and {len(res['sweeps'])} sweep table(s)", ""]
     for title, headers, rows, notes in defaults_sections(res):
         out.append(title)
@@ -364,7 +342,7 @@ def render_site_toml(res: dict[str, Any], *, generated: str | None = None) -> st
     for t in res["tunables"]:
         tab = t["site"] or t["measured"]
         sc = next(s for s in tab["defaults"] if s["setting"] == t["default"])
-        lines.append(f"# {t['tunable']}: {100 * sc[t['mean']]:.0f} % of the best in {t['mean']} mean "
+        lines.append(f"# {t['tunable']}: {fmt_pct(sc[t['mean']])} of the best in {t['mean']} mean "
                      f"({'weighted by the site mix' if t['site'] else 'uniform over the sweep'})")
         lines.append(f"{_toml_str(t['tunable'])} = {_toml_str(t['default'])}")
     lines += ["", "[site.advice]"]

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InputNotFound, InputUnreadable, UsageError
+from ..units import fmt_bytes
 
 KIB, MIB = 1024.0, 1024.0 ** 2
 WEIGHTS = ("io", "core-hours", "jobs")
@@ -94,7 +95,7 @@ def _layout(fmt: Any, chunks: Any, chunk_bytes: float | None) -> str:
     ch = str(chunks) if chunks is not None and chunks == chunks else "?"
     if ch == "contiguous":
         return f"{fmt} contiguous"
-    size = f" ({chunk_bytes / 1e6:.2g} MB chunks)" if chunk_bytes and chunk_bytes == chunk_bytes else ""
+    size = f" ({fmt_bytes(chunk_bytes, si=True, sig=True)} chunks)" if chunk_bytes and chunk_bytes == chunk_bytes else ""
     return f"{fmt} chunks {ch}{size}"
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
+from ..units import fmt_bytes, fmt_seconds
 from ._common import COMPRESSORS, Param, build_parser, parse_shape, results_path, run_main, tree_bytes, write_record
 
 FORMATS = ("netcdf4", "hdf5", "zarr2", "zarr3")
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                         EXAMPLES).parse_args(argv)
     rec = generate(**vars(args))
     print(f"gen: wrote {rec['params']['out']} shape={tuple(rec['shape'])} chunks={rec['layout'] if rec['chunks'] is None else tuple(rec['chunks'])} "
-          f"{rec['bytes']['stored'] / 1e6:.1f} MB stored in {rec['timings_s']['write']:.2f} s "
+          f"{fmt_bytes(rec['bytes']['stored'], si=True)} stored in {fmt_seconds(rec['timings_s']['write'])} "
           f"(record {rec['results_path']})")
     return 0
 

@@ -24,8 +24,7 @@ def finding(cfg: Config, profile: JobProfile, id: str, title: str, *, wall_s: fl
     share = tm.share(wall)
     if share is None and wall is not None and tm.io_wall_s > 0:  # no run time known: judge against the I/O time
         share = float(min(wall / tm.io_wall_s, 1.0))
-    sev = severity or severity_from_share(share, high=cfg.severity.high, medium=cfg.severity.medium,
-                                          low=cfg.severity.low)
+    sev = severity or severity_from_share(share, cfg.severity)
     if severity is None and wall is not None and wall < cfg.severity.min_cost_s and sev in ("high", "medium"):
         sev = "low"
     ev = {k: _plain(v) for k, v in evidence.items()}
@@ -78,9 +77,3 @@ def top_files(profile: JobProfile, file_ids: np.ndarray, weights: np.ndarray, k:
 def top_procs(weights: np.ndarray, k: int) -> list[int]:
     order = np.argsort(-weights, kind="stable")[:k]
     return [int(p) for p in order if weights[p] > 0]
-
-
-def pct(x: float) -> str:
-    if 0.995 <= x < 1:
-        return f"{100 * x:.3f}%"
-    return f"{100 * x:.0f}%" if x >= 0.01 or x == 0 else f"{100 * x:.2f}%"

@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
-from ..metrics import (col, fmt_bytes, group_sum, isin, level_total, lustre_stripe, merge_counts, metrics_of, mode_of,
+from ...units import fmt_bytes, fmt_pct
+from ..metrics import (col, group_sum, isin, level_total, lustre_stripe, merge_counts, metrics_of, mode_of,
                        module_sums, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
-from ._common import file_cost, finding, pct, top_files
+from ._common import file_cost, finding, top_files
 from ..context import job_context
 from .layers import file_layers, mpiio_calls, rmw_files, rmw_ids
 
@@ -79,7 +80,7 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
             return []  # the backward steps are one constant stride (a wrapping sweep): small-io covers it
         n_nonseq = rnd
     cost_f = (rt * (r - sr) / np.maximum(r, 1) + wt * (w - sw) / np.maximum(w, 1)) * hit
-    return [finding(cfg, profile, "random-access", f"{pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
+    return [finding(cfg, profile, RANDOM_ACCESS.id, f"{fmt_pct(ev['non_sequential_share'])} of {n_ops:,} accesses jump backwards (random)",
                     **file_cost(profile, fids, cost_f), evidence=ev,
                     facts={"backward_ops": n_nonseq},
                     files=top_files(profile, fids, cost_f, cfg.report.top_files))]
@@ -129,7 +130,7 @@ def detect_misaligned(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"misaligned_ops": int(na[hit].sum()), "ops": int(ops[hit].sum()), "alignment_bytes": a,
           "lustre_stripe_bytes": int(stripe[i]), "mean_request_bytes": float(mean[i]),
           "files": int(hit.sum())}
-    return [finding(cfg, profile, "misaligned", f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
+    return [finding(cfg, profile, MISALIGNED.id, f"{int(na[hit].sum()):,} of {int(ops[hit].sum()):,} requests are not aligned to "
                     f"{fmt_bytes(a)} file-system blocks", **file_cost(profile, fids, cost_f), evidence=ev,
                     facts={"layers": file_layers(profile, fids[hit]),  # the advice names the top-most one
                            "collective": _collective(mpiio_calls(profile, fids[hit])),
@@ -184,7 +185,42 @@ def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"files": int(hit.sum()), "bytes_read": float(br[hit].sum()), "file_bytes": float(size[hit].sum()),
           "read_amplification": float(br[hit].sum() / size[hit].sum()), "worst_file_amplification": float(factor[i]),
           "worst_file_readers": int(m.file_ranks[i])}
-    return [finding(cfg, profile, "redundant-read", f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
+    return [finding(cfg, profile, REDUNDANT_READ.id, f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
                     f"({ev['read_amplification']:.1f}x)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
                     facts={"kind": job_context(profile).kind},
                     files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files))]
+
+
+RANDOM_ACCESS = FindingSpec(
+    id="random-access", seq=4, detect=detect_random_access,
+    fires="≥ `min_ops` and ≥ `random_share` of a file's accesses start before the previous one ended (Darshan's SEQ "
+          "definition); with DXT, a constant backward step (a wrapping strided sweep) and same-offset re-reads are "
+          "not random",
+    cost="read/write time × random share",
+    config_keys=("access.random_share", "access.min_ops"),
+    admin_action="Recommend chunk shapes that match how data is read (e.g. time-series chunks for time-series reads) "
+                 "and read-ahead friendly access in the user docs.",
+)
+MISALIGNED = FindingSpec(
+    id="misaligned", seq=5, detect=detect_misaligned,
+    fires="file on a parallel FS (`parallel_fs`), ≥ `min_ops` and ≥ `alignment_share` of requests unaligned, mean "
+          "request ≥ the small-io size",
+    cost="time × unaligned share × min(1, stripe / mean request) (× 0.2 for a single writer)",
+    config_keys=("access.alignment_share", "access.min_ops", "access.parallel_fs", "small_io.size_bytes"),
+    notes=("the advice names the top-most layer with records of those files (`layers.file_layers`): HDF5 → "
+           "`H5Pset_alignment` (a file named `.h5`/`.hdf5`/`.he5` counts as HDF5 when the log has no HDF5 module; a "
+           "job that only reads it also gets an `h5repack -t A -a A` copy), PnetCDF → hints "
+           "`nc_var_align_size`/`nc_record_align_size` (`PNETCDF_HINTS`), MPI-IO → hint `striping_unit`, "
+           "POSIX/STDIO → the program's own request sizes and offsets in multiples of the alignment",),
+    admin_action="Publish the file system's block and stripe sizes and recommend aligned request sizes (HDF5 "
+                 "H5Pset_alignment, MPI-IO striping hints).",
+)
+REDUNDANT_READ = FindingSpec(
+    id="redundant-read", seq=7, detect=detect_redundant_read,
+    fires="bytes read ≥ `redundant_factor` × the file's extent and ≥ `redundant_min_bytes`",
+    cost="read time × (1 − 1/factor)",
+    config_keys=("access.redundant_factor", "access.redundant_min_bytes"),
+    admin_action="Tell these users to read inputs once (cache in memory or node-local storage) instead of re-reading "
+                 "the same bytes.",
+)
+SPECS = (RANDOM_ACCESS, MISALIGNED, REDUNDANT_READ)

@@ -19,11 +19,12 @@ import numpy as np
 
 from ..nputil import unique
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
-from ..metrics import col, file_paths, fmt_bytes, isin, level_total, metrics_of, nprocs_of, pcol, std_file_ids
+from ...units import fmt_bytes, fmt_pct
+from ..metrics import col, file_paths, isin, level_total, metrics_of, nprocs_of, pcol, std_file_ids
 from ..timemodel import wall_cost_of_rows
-from ._common import finding, pct, top_files
+from ._common import finding, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 _LOST = ("unreadable", "crashed", "timeout", "missing-log", "truncated")
@@ -81,7 +82,7 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
         facts["lost"] = {"path": lost[0].path, "cause": lost[0].cause}
     facts["other_issues"] = [f"{i.kind}: {i.cause}" for i in issues if i.kind not in _LOST and i.kind != "partial-module"]
     what = ", ".join(partial) if partial else ", ".join(ev["issue_kinds"])
-    return [finding(cfg, profile, "partial-log", f"the log is incomplete ({what}): numbers are lower bounds", wall_s=None, evidence=ev, severity=sev, facts=facts,
+    return [finding(cfg, profile, PARTIAL_LOG.id, f"the log is incomplete ({what}): numbers are lower bounds", wall_s=None, evidence=ev, severity=sev, facts=facts,
                     files=sorted({i.path for i in issues})[: cfg.report.top_files])]
 
 
@@ -97,7 +98,7 @@ def detect_no_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     if data or _io_time(profile):
         return []
     mods = ", ".join(profile.job.modules) or "none"
-    return [finding(cfg, profile, "no-io", "no I/O recorded", wall_s=None, severity="info",
+    return [finding(cfg, profile, NO_IO.id, "no I/O recorded", wall_s=None, severity="info",
                     evidence={"processes": nprocs_of(profile),
                               "runtime_s": profile.job.runtime_s, "modules": mods})]
 
@@ -151,7 +152,33 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"stdio_bytes": float(b[st].sum()), "stdio_share_of_bytes": float(b[st].sum() / total),
           "stdio_ops": int(ops.sum()), "stdio_s": float(t.sum()), "mean_stdio_request_bytes": float(b[st].sum() / max(ops.sum(), 1)),
           "stdio_files": int(len(unique(lv["file_id"][st])))}
-    return [finding(cfg, profile, "stdio-heavy", f"{pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
+    return [finding(cfg, profile, STDIO_HEAVY.id, f"{fmt_pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
                     "move through STDIO streams", wall_s=wall_cost_of_rows(profile, row_cost), process_s=float(row_cost.sum()),
                     evidence=ev, facts={"large_requests": ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes},
                     files=top_files(profile, lv["file_id"][st], t, cfg.report.top_files))]
+
+
+PARTIAL_LOG = FindingSpec(
+    id="partial-log", seq=12, detect=detect_partial_log,
+    fires="partial modules or load issues",
+    cost="—",
+    notes=("recommendation: a `DARSHAN_CONFIG_PATH` file: `MAX_RECORDS n MODULES` (4× the records seen, ≥ 4096), DXT "
+           "sized from POSIX op counts (32 B per segment in 1 KiB records), `MODMEM`, `NAMEMEM`",),
+    admin_action="Raise Darshan's memory limits (DARSHAN_MODMEM / DARSHAN_MOD_MEM) in the site's Darshan setup so "
+                 "logs are complete.",
+)
+STDIO_HEAVY = FindingSpec(
+    id="stdio-heavy", seq=13, detect=detect_stdio_heavy,
+    fires="STDIO moves ≥ `stdio_share` of bytes (std streams excluded)",
+    cost="STDIO time on files whose mean request is small; 0 (info) when requests are large",
+    config_keys=("access.stdio_share", "small_io.size_bytes"),
+    admin_action="Recommend binary formats or larger stdio buffers (setvbuf) for bulk data instead of formatted "
+                 "text I/O.",
+)
+NO_IO = FindingSpec(
+    id="no-io", seq=16, detect=detect_no_io,
+    fires="no reads or writes at any level",
+    cost="— (info: \"no I/O recorded\")",
+    admin_action="Nothing to change: these jobs did no file I/O that Darshan saw.",
+)
+SPECS = (PARTIAL_LOG, STDIO_HEAVY, NO_IO)

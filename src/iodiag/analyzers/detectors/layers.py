@@ -17,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
-from ..metrics import files_column, fmt_bytes, group_sum, lustre_stripe, memo, metrics_of, pcol
-from ._common import file_cost, finding, pct, top_files, top_procs
+from ...units import fmt_bytes, fmt_pct
+from ..metrics import files_column, group_sum, lustre_stripe, memo, metrics_of, pcol
+from ._common import file_cost, finding, top_files, top_procs
 
 
 # the interfaces a program calls, top-most first, with the Darshan modules that record each (the order of
@@ -139,7 +140,7 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
     facts = {"mpiio": {"writes": calls["writes"], "collective_writes": calls["collective_writes"]},
              "lustre": on_lustre(profile, m.file_ids[hit]), "layers": file_layers(profile, m.file_ids[hit])}
     ev.update(mpiio_writes=calls["writes"], mpiio_collective_writes=calls["collective_writes"])
-    pair_txt = (f"; {pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
+    pair_txt = (f"; {fmt_pct(ev['dxt_reads_rewritten_same_extent'] / max(ev['dxt_posix_reads'], 1))} of the traced reads "
                 "are rewritten at the same offset and length" if ev.get("dxt_posix_reads") else "")
     n = int(hit.sum())
     what = (f"{fmt_bytes(br)} read back from {n} file(s)" if br >= cfg.access.rmw_min_bytes else
@@ -149,8 +150,30 @@ def detect_read_modify_write(profile: JobProfile, cfg: Config) -> list[Finding]:
     px = profile.module("POSIX")
     rows = np.isin(px["file_id"], m.file_ids[hit]) & (px["proc"] >= 0)
     read_s = group_sum(px["proc"][rows], pcol(profile, "POSIX", "POSIX_F_READ_TIME", "f8")[rows].clip(0), m.nprocs)
-    return [finding(cfg, profile, "read-modify-write",
+    return [finding(cfg, profile, READ_MODIFY_WRITE.id,
                     f"{what} the program only writes (MPI-IO read {fmt_bytes(ev['mpiio_bytes_read'])}){pair_txt}",
                     **file_cost(profile, m.file_ids, cost_f), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files),
                     processes=top_procs(read_s, cfg.report.top_processes))]
+
+
+READ_MODIFY_WRITE = FindingSpec(
+    id="read-modify-write", seq=17, detect=detect_read_modify_write,
+    fires="a file written through MPI-IO whose MPI-IO reads are ≤ `rmw_upper_read_share` of its POSIX reads, read "
+          "through POSIX either ≥ `rmw_min_bytes`, or ≥ `rmw_min_reads` times taking ≥ `rmw_min_read_s` "
+          "process-seconds (reads of the holes past the end of a file being written return 0 B, e.g. E3SM's "
+          "306,537): ROMIO data sieving of independent writes, the read step of collective buffering, or "
+          "partial-block writes reading what they write; with DXT, counts reads followed by a write of the same "
+          "process, offset and length; `redundant-read` skips such files, and `small-io` and `misaligned` leave "
+          "their reads out (counted once)",
+    cost="POSIX read time on those files",
+    config_keys=("access.rmw_upper_read_share", "access.rmw_min_bytes", "access.rmw_min_reads",
+                 "access.rmw_min_read_s"),
+    notes=("the hint by how the files are written: independent → `romio_ds_write=disable`; collective on Lustre → "
+           "`romio_lustre_ds_in_coll=disable`; collective elsewhere → no hint turns it off (make each collective "
+           "write's pieces cover its range); a \"What to change\" entry when a hint applies (through `PNETCDF_HINTS` "
+           "for PnetCDF)",),
+    admin_action="Recommend aligned, full-block writes (independent MPI-IO writes: data sieving off; collective "
+                 "writes on Lustre: romio_lustre_ds_in_coll=disable; aligned HDF5 chunks).",
+)
+SPECS = (READ_MODIFY_WRITE,)

@@ -13,12 +13,13 @@ from collections import Counter
 import numpy as np
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
+from ...units import fmt_bytes, fmt_pct
 from ..batches import process_tables
-from ..metrics import file_paths, fmt_bytes, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
+from ..metrics import file_paths, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
 from ..nputil import percentile
-from ._common import file_cost, finding, pct, top_files, top_procs
+from ._common import file_cost, finding, top_files, top_procs
 from ._zarr import chunk_grids, path_kind
 
 KINDS = ("python-import", "zarr-chunk", "netcdf-hdf5")  # kinds of files whose metadata time is told apart
@@ -98,7 +99,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     reopen = own & (lv["opens"] >= c.reopen_count) & ~np.isin(lv["file_id"], std_ids)
     reasons = []
     if share >= c.time_share:
-        reasons.append(f"metadata is {pct(share)} of I/O time")
+        reasons.append(f"metadata is {fmt_pct(share)} of I/O time")
     if max(peak, avg) >= c.rate_per_s:
         reasons.append(f"{max(peak, avg):,.0f} metadata ops/s ({'peak 1 s' if peak else 'average'})")
     if counts["opens"] >= c.min_ops and opens_per_op >= c.opens_per_data_op:
@@ -130,7 +131,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
             fs_name = max(set(fst.tolist()), key=fst.tolist().count) if len(fst) else ""
             facts["kinds"].insert(0, {"kind": kind, "share": k_s / m.meta_s, "files": int((kinds == kind).sum()),
                                       "fs": fs_name})
-    return [finding(cfg, profile, "metadata-storm", "metadata storm: " + "; ".join(reasons),
+    return [finding(cfg, profile, METADATA_STORM.id, "metadata storm: " + "; ".join(reasons),
                     **file_cost(profile, m.file_ids, meta_f), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
                     processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), lv["meta_s"], m.nprocs), cfg.report.top_processes))]
@@ -167,7 +168,7 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
           "p90_file_bytes": percentile(sizes, 90), "total_bytes": total, "mean_file_bytes": mean,
           "files_in_top_directory": top_n, "directories": len(dirs), "time_on_small_files_s": cost}
     if grids:
-        return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
+        return [finding(cfg, profile, MANY_SMALL_FILES.id, f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
                         f"({fmt_bytes(total)} in total), chunk files of {len(grids)} Zarr array(s)",
                         **file_cost(profile, m.file_ids, cost_f), evidence={**ev, **_zarr_evidence(grids, c.zarr_chunk_bytes)},
                         facts={"zarr_grids": grids, "target_chunk_bytes": c.zarr_chunk_bytes,
@@ -176,7 +177,7 @@ def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
     facts = {"small_files": int(small.sum()), "top_directory": top_dir, "target_file_bytes": c.target_chunk_bytes,
              "files_per_target": k, "files_after": after}
     w = np.where(small, fs["meta_s"] + fs["read_s"] + fs["write_s"] + 1e-12, 0)
-    return [finding(cfg, profile, "many-small-files", f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
+    return [finding(cfg, profile, MANY_SMALL_FILES.id, f"{int(small.sum()):,} files smaller than {fmt_bytes(c.size_bytes)} "
                     f"({fmt_bytes(total)} in total)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
                     facts=facts, files=top_files(profile, m.file_ids, w, cfg.report.top_files))]
 
@@ -193,3 +194,30 @@ def _zarr_evidence(grids: dict, target: float) -> dict:
     return {"zarr_arrays": len(grids), "zarr_chunk_files": int(sum(a["chunks"] for a in grids.values())),
             "largest_array": name, "largest_array_chunk_grid": list(g["grid"]),
             "largest_array_mean_chunk_bytes": g["mean_chunk_bytes"]}
+
+
+METADATA_STORM = FindingSpec(
+    id="metadata-storm", seq=2, detect=detect_metadata_storm,
+    fires="≥ `min_ops` opens+stats+seeks+fsyncs and any of: metadata ≥ `time_share` of I/O time; ≥ `rate_per_s` "
+          "ops/s (peak 1 s bin from ops, else average); opens per read/write ≥ `opens_per_data_op`; a (process, "
+          "file) opened ≥ `reopen_count` times",
+    cost="metadata seconds",
+    config_keys=("metadata.min_ops", "metadata.time_share", "metadata.rate_per_s", "metadata.reopen_count",
+                 "metadata.opens_per_data_op"),
+    notes=("metadata time is attributed to Python imports (.py/.pyc/.so), Zarr chunk files, NetCDF/HDF5 files; each "
+           "≥ 30 % gets its own advice",),
+    admin_action="Ask these users to open files once and keep them open, and to avoid stat/seek loops; for many "
+                 "files, point them at a node-local or metadata-light scratch.",
+)
+MANY_SMALL_FILES = FindingSpec(
+    id="many-small-files", seq=3, detect=detect_many_small_files,
+    fires="≥ `count` files with data, each < `size_bytes` (4 MiB)",
+    cost="metadata + read/write seconds on them",
+    config_keys=("small_files.count", "small_files.size_bytes", "small_files.target_chunk_bytes",
+                 "small_files.zarr_chunk_bytes"),
+    notes=("for Zarr stores the chunk grid is rebuilt from chunk-file paths (`A/c/i/j/k`, `.partial` temp names "
+           "folded in) and a per-dimension merge plan to ~`zarr_chunk_bytes` is given",),
+    admin_action="Recommend packing small files (HDF5/NetCDF containers, Zarr with larger chunks, tar) in the user "
+                 "docs; consider a small-file-friendly file system for these projects.",
+)
+SPECS = (METADATA_STORM, MANY_SMALL_FILES)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..nputil import unique
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ..metrics import (col, file_paths, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
                        nprocs_of, on_parallel_fs, ops_procs_per_file)
@@ -92,7 +92,7 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
           "bytes_written": float(fs["bytes_written"][hit].sum()), "write_s": float((fs["write_s"] * hit).sum()),
           "lock_unit_bytes": float(unit[i]), "parallel_fs": bool(par[i]),
           "mean_write_bytes": float(fs["bytes_written"][i] / max(fs["writes"][i], 1))}
-    return [finding(cfg, profile, "shared-file-contention", f"{int(hit.sum())} file(s) written by up to {int(ranks[hit].max())} "
+    return [finding(cfg, profile, SHARED_FILE_CONTENTION.id, f"{int(hit.sum())} file(s) written by up to {int(ranks[hit].max())} "
                     "processes without MPI-IO collective coordination", **file_cost(profile, m.file_ids, cost_f),
                     evidence=ev, files=top_files(profile, m.file_ids, cost_f + 1e-12 * hit, cfg.report.top_files),
                     facts={"worst_writers": int(ranks[i]), "worst_bytes_written": float(fs["bytes_written"][i]),
@@ -121,6 +121,26 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     ev = {"requests_below_1MiB": int(small[hit].sum()), "files": int(hit.sum()), "independent_ops": int(indep[hit].sum()), "collective_ops": int(coll[hit].sum()),
           "max_ranks_per_file": int(ranks[hit].max()), "mpiio_time_s": float(cost_f.sum())}
     # MPI-IO time includes the POSIX time below it: spread over the processes like that POSIX time
-    return [finding(cfg, profile, "no-collective-io", f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
+    return [finding(cfg, profile, NO_COLLECTIVE_IO.id, f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
                     f"file(s), {int(coll[hit].sum()):,} collective", **file_cost(profile, fids, cost_f),
                     evidence=ev, files=top_files(profile, fids, cost_f + 1e-12 * hit, cfg.report.top_files))]
+
+
+SHARED_FILE_CONTENTION = FindingSpec(
+    id="shared-file-contention", seq=6, detect=detect_shared_file_contention,
+    fires="≥ `shared_min_ranks` processes write one file (shared record, per-rank records or DXT) with no MPI-IO "
+          "collective writes on it",
+    cost="write time on those files",
+    config_keys=("access.shared_min_ranks", "access.parallel_fs"),
+    admin_action="Set a default stripe count for shared files, or recommend collective I/O / one file per node to "
+                 "the users writing one file from many ranks.",
+)
+NO_COLLECTIVE_IO = FindingSpec(
+    id="no-collective-io", seq=14, detect=detect_no_collective_io,
+    fires="MPI-IO file used by ≥ 2 ranks with ≥ 90 % independent calls",
+    cost="MPI-IO time × independent share × share of requests < 1 MiB",
+    config_keys=("access.min_ops",),
+    admin_action="Make collective MPI-IO the default in the site's MPI-IO hints (romio_cb_write/romio_cb_read = "
+                 "enable) and document it.",
+)
+SPECS = (SHARED_FILE_CONTENTION, NO_COLLECTIVE_IO)

@@ -2,9 +2,10 @@
 
 Skew findings cost wall time, not process-seconds: the job waits for its
 slowest process.  Their ``est_cost_s`` is the excess of the slowest process
-over the median one and their share is taken of the I/O critical path (the
-largest per-process I/O time), so a straggler that doubles the critical path
-is "high" even when it is one process of a thousand.
+over the median one, in job seconds, and their severity its share of the run
+like every finding's, so a straggler that doubles the run's I/O is "high" even
+when it is one process of a thousand.  "I/O on the critical path" is the time
+model's ``io_wall_s`` (analyzers/timemodel.py), the one definition of it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
+from ...units import fmt_bytes, fmt_pct
 from ..batches import process_tables
-from ..metrics import (col, file_paths, fmt_bytes, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
+from ..metrics import (col, file_paths, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
                        robust_z)
 from ._common import finding, top_files
 from ..timemodel import time_model_of
@@ -87,7 +89,7 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
     files = top_files(profile, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
     # the job waits for its slowest process: its excess over the median, in wall seconds, is what it costs
     wall = float(x[worst] - med) * float(time_model_of(profile).proc_scale[worst])
-    return [finding(cfg, profile, "straggler-process", f"{len(procs)} process(es) spend far longer in I/O than their peers "
+    return [finding(cfg, profile, STRAGGLER_PROCESS.id, f"{len(procs)} process(es) spend far longer in I/O than their peers "
                     f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", wall_s=wall, evidence=ev, files=files,
                     processes=[int(p) for p in procs[: cfg.report.top_processes]],
                     facts={"worst": worst, "what": what, "file": files[0] if files else None})]
@@ -200,7 +202,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
             ev["top_file_stripe_count"] = int(sc.max())
             facts["top_file"] = files[0]
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
-    return [finding(cfg, profile, "rank-imbalance", f"{len(heavy)} of {int(peers.sum())} processes move {ev['share_of_bytes_on_heavy']:.0%} "
+    return [finding(cfg, profile, RANK_IMBALANCE.id, f"{len(heavy)} of {int(peers.sum())} processes move {fmt_pct(ev['share_of_bytes_on_heavy'])} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
                     wall_s=float(t.max() - median(t)), evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
@@ -239,6 +241,36 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         cost = io_wall * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
               "data_ops_on_active": int(per.sum()), "critical_io_s": io_wall}
-        return [finding(cfg, profile, "inactive-ranks", f"{len(idle)} of {n} processes issue no {mod} reads or writes",
+        return [finding(cfg, profile, INACTIVE_RANKS.id, f"{len(idle)} of {n} processes issue no {mod} reads or writes",
                         wall_s=cost, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]])]
     return []
+
+
+RANK_IMBALANCE = FindingSpec(
+    id="rank-imbalance", seq=8, detect=detect_rank_imbalance,
+    fires="max/median bytes per process ≥ `imbalance_ratio`",
+    cost="slowest − median process I/O time",
+    config_keys=("access.imbalance_ratio", "stragglers.min_processes"),
+    admin_action="Help these users spread I/O over ranks (collective buffering, aggregators) instead of funnelling "
+                 "it through a few.",
+)
+STRAGGLER_PROCESS = FindingSpec(
+    id="straggler-process", seq=9, detect=detect_straggler_process,
+    fires="robust z (median/MAD) of per-process I/O time > `mad_factor`, excess ≥ max(`min_excess_s`, "
+          "`min_excess_share` × median), and the process does not carry ≥ `imbalance_ratio` × median bytes (that is "
+          "rank-imbalance); names the Lustre OST shared by the stragglers' files",
+    cost="excess over the median",
+    config_keys=("stragglers.mad_factor", "stragglers.min_excess_s", "stragglers.min_excess_share",
+                 "stragglers.min_processes", "access.imbalance_ratio"),
+    admin_action="Check the nodes and OSTs these jobs' slow processes used; recurring stragglers point to hardware "
+                 "or placement problems.",
+)
+INACTIVE_RANKS = FindingSpec(
+    id="inactive-ranks", seq=11, detect=detect_inactive_ranks,
+    fires="in a multi-rank log, ranks with no reads/writes at the highest interface with data (H5D, PNETCDF_VAR, "
+          "MPI-IO, POSIX, STDIO)",
+    cost="critical path × idle share",
+    admin_action="Point these users at fewer I/O ranks or aggregated I/O; idle ranks hold core-hours while a few do "
+                 "the I/O.",
+)
+SPECS = (RANK_IMBALANCE, STRAGGLER_PROCESS, INACTIVE_RANKS)

@@ -17,8 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
+from ...units import fmt_pct
 from ..metrics import metrics_of
 from ..tasktime import dask_time_of
 from ._common import finding
@@ -34,7 +35,7 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
         n = _workers(p) or m.nprocs  # a Dask job scales by its workers, not by its client and nannies
         per_b = float(m.proc_bytes.sum()) / n
         per_t = m.total_io_s / n
-        rows.append((n, per_b, per_t, per_b / per_t, m.critical_io_s, p.job.job_id, p))
+        rows.append((n, per_b, per_t, per_b / per_t, p.job.job_id, p))
     if len({r[0] for r in rows}) < 2:
         return []
     # repetitions of one scale: the run of median bandwidth stands for it (run-to-run noise is not scaling)
@@ -52,14 +53,14 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
     weak = all(abs(r[1] / base[1] - 1) <= 0.25 for r in rows)
     ev = {"runs": len(rows), "processes": [r[0] for r in rows], "bytes_per_process": [r[1] for r in rows],
           "io_s_per_process": [r[2] for r in rows], "efficiency": [float(e) for e in eff],
-          "strictly_weak": weak, "jobs": [r[5] for r in rows]}
+          "strictly_weak": weak, "jobs": [r[4] for r in rows]}
     # what the worst run lost: its per-process I/O time beyond what the base bandwidth would need
     lost = w[2] - w[1] / base[3]
-    why = _grown_component(base[6], w[6], ev)
+    why = _grown_component(base[5], w[5], ev)
     # each process of the worst run waits ``lost`` seconds more than the base bandwidth needs: wall seconds of it
-    return [finding(cfg, w[6], "weak-scaling-loss", f"per-process I/O bandwidth falls to {eff[worst]:.0%} from "
-                    f"{base[0]} to {w[0]} " + ("workers" if len(w[6].tasks) else "processes"), wall_s=lost, process_s=lost * w[0], evidence=ev,
-                    facts={"why": why, "unit": "workers" if len(w[6].tasks) else "processes",
+    return [finding(cfg, w[5], WEAK_SCALING_LOSS.id, f"per-process I/O bandwidth falls to {fmt_pct(eff[worst])} from "
+                    f"{base[0]} to {w[0]} " + ("workers" if len(w[5].tasks) else "processes"), wall_s=lost, process_s=lost * w[0], evidence=ev,
+                    facts={"why": why, "unit": "workers" if len(w[5].tasks) else "processes",
                            "worst_bandwidth": w[3], "base_bandwidth": base[3]})]
 
 
@@ -103,3 +104,13 @@ def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
     if ops_task(x) > 0 and ops_task(y) / ops_task(x) >= 1.5:
         return text + f"each task issues {ops_task(y) / ops_task(x):.1f}x the operations: the work per task grew; "
     return text + "their I/O per operation did not grow: compute or scheduling, not the storage; "
+
+
+WEAK_SCALING_LOSS = FindingSpec(
+    id="weak-scaling-loss", seq=15, detect=None, runs_over="compare_scaling(profiles)",
+    fires="per-process bandwidth vs the smallest run < `scaling_efficiency`",
+    cost="lost process-seconds of the worst run",
+    config_keys=("stragglers.scaling_efficiency",),
+    admin_action="Help these users check how their I/O scales with ranks (shared-file striping, aggregators).",
+)
+SPECS = (WEAK_SCALING_LOSS,)

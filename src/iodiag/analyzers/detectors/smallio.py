@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
-from ..metrics import (SIZE_BUCKETS, fmt_bytes, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
+from ...units import fmt_bytes
+from ..metrics import (SIZE_BUCKETS, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
                        module_sums, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count, std_file_ids)
 from ..context import job_context
 from ._common import file_cost, finding, top_files, top_procs
@@ -161,6 +162,27 @@ def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     facts = {"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes, "posix_ops": n_ops,
              "consecutive_reads": consec_r, "consecutive_writes": consec_w,
              **_layer_facts(profile, fids[hit], group_sum(fidx, sr.astype("f8"), len(fids))[hit], hist)}
-    return [finding(cfg, profile, "small-io", f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
+    return [finding(cfg, profile, SMALL_IO.id, f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",
                     **file_cost(profile, fids, cost_f * hit), evidence=ev, facts=facts,
                     files=top, processes=top_procs(procs, cfg.report.top_processes))]
+
+
+SMALL_IO = FindingSpec(
+    id="small-io", seq=1, detect=detect_small_io,
+    fires="a file has ≥ `min_ops` reads+writes in Darshan size buckets wholly below `size_bytes` (100 KiB) and they "
+          "are ≥ `min_share` of its ops",
+    cost="read/write time × small share (by count)",
+    config_keys=("small_io.size_bytes", "small_io.min_share", "small_io.min_ops", "small_io.buffer_bytes"),
+    notes=("with DXT (complete or a partial sample) the small ops are split into consecutive runs (→ requests after a "
+           "`buffer_bytes` buffer), constant-stride (stride named), same-offset re-reads, random",
+           "a HIGH finding of a program that is not Python gets a \"What to change\" entry at the layer it uses: small "
+           "POSIX reads of files written but never read through MPI-IO → the MPI-IO layer's own read-modify-write "
+           "(`romio_lustre_ds_in_coll=disable` for collective writes on Lustre, `romio_ds_write=disable` for "
+           "independent ones); MPI-IO files shared by ≥ 2 processes → collective calls (HDF5 `H5Pset_dxpl_mpio`, "
+           "PnetCDF `*_all`, `MPI_File_*_at_all`) and `romio_cb_read/write=enable` (through `PNETCDF_HINTS` for "
+           "PnetCDF); otherwise requests of `buffer_bytes`: HDF5 chunk cache, `setvbuf` where STDIO calls dominate, "
+           "the program's own buffer. Python programs get `open(..., buffering=)` for consecutive ops"),
+    admin_action="Tell these users to buffer or aggregate I/O (collective MPI-IO, larger HDF5/Zarr chunks, a bigger "
+                 "stdio buffer); document a recommended minimum request size.",
+)
+SPECS = (SMALL_IO,)

@@ -19,8 +19,9 @@ from ..metrics import median
 from ..nputil import unique
 
 from ...config import Config
-from ...findings import Finding
+from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
+from ...units import fmt_pct
 from ..tasktime import dask_time_of, task_stragglers
 from ._common import finding
 
@@ -71,7 +72,7 @@ def detect_straggler_task(profile: JobProfile, cfg: Config) -> list[Finding]:
               "makespan_s": makespan}
         cause = _cause(dt, keys[worst], keys[sel], dur[worst], ev)
         out.append(finding(
-            cfg, profile, "straggler-task", f"{len(idx)} '{p}' task(s) run far longer than their {len(sel)} peers "
+            cfg, profile, STRAGGLER_TASK.id, f"{len(idx)} '{p}' task(s) run far longer than their {len(sel)} peers "
             f"(slowest {dur[worst]:.2f} s vs median {med:.2f} s)", wall_s=float(dur[worst] - med),
             evidence=ev, processes=sorted({int(x) for x in t["pid"][first[idx]] if int(x) >= 0})[: cfg.report.top_processes],
             facts={"cause": cause, "one_worker": workers[0] if len(workers) == 1 and len(idx) > 1 else None}))
@@ -95,6 +96,30 @@ def detect_task_overhead(profile: JobProfile, cfg: Config) -> list[Finding]:
     if arrays:  # the array the tasks cut: recommend/ plans its chunks from this metadata
         a = arrays[0]
         ev.update(array=a["path"], array_shape=a["shape"], chunks_now=a["chunks"], chunk_bytes_now=a["chunk_bytes"])
-    return [finding(cfg, profile, "task-overhead", f"{dt.tasks:,} short tasks (median {dt.task_median_s * 1000:.1f} ms):"
-                    f" worker threads wait between tasks {100 * between:.0f} % of the time tasks run", wall_s=wall,
+    return [finding(cfg, profile, TASK_OVERHEAD.id, f"{dt.tasks:,} short tasks (median {dt.task_median_s * 1000:.1f} ms):"
+                    f" worker threads wait between tasks {fmt_pct(between)} of the time tasks run", wall_s=wall,
                     evidence=ev, facts={"array": arrays[0] if arrays else None})]
+
+
+STRAGGLER_TASK = FindingSpec(
+    id="straggler-task", seq=10, detect=detect_straggler_task,
+    fires="Dask `tasks` table: per prefix (≥ `task_min_tasks`), compute-phase duration robust z > `mad_factor` and "
+          "excess ≥ `task_min_excess_s`; with a trace, says whether the slowest task was I/O-bound (I/O seconds and "
+          "bytes joined to it vs its peers' medians) or not; else whether stragglers share one worker",
+    cost="excess over the median",
+    config_keys=("stragglers.task_min_tasks", "stragglers.mad_factor", "stragglers.task_min_excess_s"),
+    admin_action="Help these users rebalance Dask tasks (chunk sizes, partitioning) so one task does not hold the "
+                 "job.",
+)
+TASK_OVERHEAD = FindingSpec(
+    id="task-overhead", seq=18, detect=detect_task_overhead,
+    fires="Dask job with ≥ `min_tasks` tasks, median task < `short_task_s`, worker threads idle between tasks ≥ "
+          "`between_share` of the span from their first to their last task (start-up and shutdown left out; "
+          "`analyzers/tasktime.py`); advice: chunks of ~`target_chunk_bytes` (at least two per worker thread) "
+          "computed from the Zarr arrays' own metadata (`.zarray`/`zarr.json`) when the stores are readable, e.g. "
+          "`chunks={'time': 73, 'plev': 10}`",
+    cost="the time an average worker thread waited between tasks",
+    config_keys=("tasks.min_tasks", "tasks.short_task_s", "tasks.between_share", "tasks.target_chunk_bytes"),
+    admin_action="Recommend larger Dask chunks (around 100 MB) so task overhead does not dominate.",
+)
+SPECS = (STRAGGLER_TASK, TASK_OVERHEAD)

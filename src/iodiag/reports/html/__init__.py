@@ -11,7 +11,6 @@ Plots come from ``reports/svg.py``: matplotlib is not imported.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from datetime import datetime, timezone
@@ -20,12 +19,13 @@ from typing import Any, Iterable
 import numpy as np
 
 from ... import __version__
+from ...analyzers.summary import job_totals
 from ...analyzers.tasktime import dask_time_of
 from ...analyzers.timemodel import time_model_of
 from ...config import Config
 from ...findings import Finding
 from ...profile import JobProfile, Table
-from .. import plots as P
+from ...units import fmt_bytes, fmt_count, fmt_number, fmt_pct, fmt_seconds
 
 _ENV = None
 
@@ -45,8 +45,10 @@ def environment():
             trim_blocks=False,
             lstrip_blocks=False,
         )
-        env.filters["hbytes"] = P.human_bytes
+        env.filters["hbytes"] = fmt_bytes
         env.filters["fmtnum"] = fmt_number
+        env.filters["pct"] = fmt_pct
+        env.filters["secs"] = fmt_seconds
         env.filters["fmtval"] = fmt_value
         from ..advice import gain_text
 
@@ -54,23 +56,6 @@ def environment():
         env.globals["version"] = __version__
         _ENV = env
     return _ENV
-
-
-def fmt_number(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, (int, np.integer)):
-        return f"{int(v):,}"
-    v = float(v)
-    if math.isnan(v):
-        return "-"
-    if abs(v) < 1e-9:  # zero, or a denormal left by an old Darshan version
-        return "0"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    if abs(v) >= 1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
 
 
 def fmt_value(v: Any) -> str:
@@ -125,23 +110,23 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
     rows.append(("executable", job.exe or "-"))
     if len(job.programs) > 1:
         rows.append(("programs", "; ".join(f"{p.exe} ({p.nprocs} procs)" for p in job.programs)))
-    rows.append(("processes", f"{job.nprocs:,}"))
+    rows.append(("processes", fmt_count(job.nprocs)))
     hosts = sorted({h for h in profile.processes["host"].tolist() if h}) if len(profile.processes) else []
     if hosts:
         rows.append(("hosts", f"{len(hosts)}: " + ", ".join(hosts[:8]) + (" …" if len(hosts) > 8 else "")))
     if job.start_s:
         rows.append(("start", datetime.fromtimestamp(job.start_s, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")))
     if job.runtime_s is not None:
-        rows.append(("run time", f"{job.runtime_s:,.3f} s" + (" (derived from the last recorded I/O)" if job.runtime_derived else "")))
+        rows.append(("run time", fmt_seconds(job.runtime_s) + (" (derived from the last recorded I/O)" if job.runtime_derived else "")))
     rows.append(("collector", job.collector + (f" {job.darshan_version}" if job.darshan_version else "") + (f" (log format {job.log_format})" if job.log_format else "")))
     rows.append(("modules", ", ".join(m + (" [partial]" if m in job.partial_modules else "") for m in job.modules) or "-"))
     rows.append(("logs", f"{len(job.logs)}"))
-    rows.append(("files", f"{len(profile.files):,}"))
+    rows.append(("files", fmt_count(job_totals(profile).files)))
     rows.append(("traced operations", f"{len(profile.ops):,}" + (" (DXT)" if profile.has_dxt else "")))
     tm = time_model_of(profile)
     if tm.runtime_s:
-        rows.append(("I/O on the critical path", f"{tm.io_wall_s:,.3f} s ({100 * (tm.io_share or 0):.1f} % of the run; "
-                                                  f"{tm.io_process_s:,.3f} s summed over processes)"))
+        rows.append(("I/O on the critical path", f"{fmt_seconds(tm.io_wall_s)} ({fmt_pct(tm.io_share or 0)} of the run; "
+                                                  f"{fmt_seconds(tm.io_process_s)} summed over processes)"))
     dt = dask_time_of(profile) if len(profile.tasks) else None
     if dt is not None:
         rows.append(("Dask tasks", f"{dt.tasks:,} on {dt.threads} worker thread(s)"))
@@ -169,7 +154,8 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
     from ..plots.metadata import draw_metadata_over_time, metadata_over_time
     from ..plots.timeline import draw_io_timeline, io_timeline
     from ..plots.top_files import draw_top_files, file_times
-    from ..plots.volumes import access_sizes, draw_access_sizes, draw_module_volumes, module_volumes
+    from ...analyzers.summary import module_volumes
+    from ..plots.volumes import access_sizes, draw_access_sizes, draw_module_volumes
 
     if report is not None and "findings" in report:
         fdicts = list(report["findings"])

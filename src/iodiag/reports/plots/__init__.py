@@ -15,22 +15,11 @@ closer than a pixel are merged, and dots are sampled past a fixed count.
 
 from __future__ import annotations
 
-from ..svg import human_count  # noqa: F401  (re-exported: one count formatter for plots and tables)
-
 # one palette for every plot: read / write / metadata
 READ = "#2b6cb0"
 WRITE = "#dd6b20"
 META = "#718096"
 STRAGGLER = "#c53030"
-
-
-def human_bytes(n: float) -> str:
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"
 
 
 def shorten(text: str, width: int = 48) -> str:

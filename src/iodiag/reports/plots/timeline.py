@@ -16,6 +16,7 @@ import numpy as np
 
 from ...analyzers.nputil import unique
 from ...profile import OP, OPS_MODULE, OPS_MODULES, JobProfile, Table
+from ...units import fmt_bytes
 from .. import svg
 from ...analyzers.batches import chunks, is_source, table_batches
 from ._grid import GridSum, spread
@@ -192,7 +193,7 @@ def _colour_scale(tl: Timeline, g: np.ndarray) -> tuple[float, float, bool, list
         if vmin >= vmax:
             vmin = vmax / 10
         ticks = svg.log2_ticks(vmin, vmax, max_ticks=5) or [vmin, vmax]
-        return vmin, vmax, True, ticks, [svg.binary_label(t, "/s") for t in ticks]
+        return vmin, vmax, True, ticks, [fmt_bytes(t, sig=True) + "/s" for t in ticks]
     ticks = [0.0, 0.25, 0.5, 0.75, 1.0]
     return 0.0, 1.0, False, ticks, ["0", "0.25", "0.5", "0.75", "1"]
 

@@ -13,7 +13,8 @@ import numpy as np
 from ...analyzers.summary import file_times
 from ...profile import JobProfile, Table
 from .. import svg
-from . import META, READ, WRITE, human_bytes
+from ...units import fmt_bytes
+from . import META, READ, WRITE
 
 __all__ = ["file_times", "top_files", "draw_top_files"]
 
@@ -49,7 +50,7 @@ def draw_top_files(table: Table, *, width: float = 900) -> svg.Figure:
             if v > 0:
                 x0, x1 = ax.sx(acc), ax.sx(acc + v)
                 fig.rect(x0, y, max(x1 - x0, 0.5), band - 8, colour,
-                         title=f"{paths[i]}\n{what}: {v:,.4g} s (bytes read {human_bytes(table['bytes_read'][i])}, written {human_bytes(table['bytes_written'][i])})")
+                         title=f"{paths[i]}\n{what}: {v:,.4g} s (bytes read {fmt_bytes(table['bytes_read'][i])}, written {fmt_bytes(table['bytes_written'][i])})")
             acc += v
     ax.frame()
     ax.yticks([], labels, at=[top + (i + 0.5) * band for i in range(n)], mono=True, titles=paths)

@@ -11,28 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...analyzers.nputil import unique
+from ...analyzers.summary import MODULE_SPEC
 from ...profile import JobProfile, Table
 from .. import svg
-from . import META, READ, WRITE, human_bytes
-
-# module -> (prefix, read-op counters, write-op counters, metadata-op counters)
-MODULE_SPEC: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "POSIX": ("POSIX", ("POSIX_READS",), ("POSIX_WRITES",),
-              ("POSIX_OPENS", "POSIX_STATS", "POSIX_SEEKS", "POSIX_FSYNCS", "POSIX_FDSYNCS", "POSIX_RENAME_SOURCES", "POSIX_FILENOS", "POSIX_DUPS", "POSIX_MMAPS")),
-    "MPI-IO": ("MPIIO", ("MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"),
-               ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
-               ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS", "MPIIO_SYNCS", "MPIIO_VIEWS", "MPIIO_HINTS")),
-    "STDIO": ("STDIO", ("STDIO_READS",), ("STDIO_WRITES",), ("STDIO_OPENS", "STDIO_FDOPENS", "STDIO_SEEKS", "STDIO_FLUSHES")),
-    "H5F": ("H5F", (), (), ("H5F_OPENS", "H5F_FLUSHES")),
-    "H5D": ("H5D", ("H5D_READS",), ("H5D_WRITES",), ("H5D_OPENS", "H5D_FLUSHES")),
-    "PNETCDF_FILE": ("PNETCDF_FILE", (), (), ("PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS", "PNETCDF_FILE_REDEFS", "PNETCDF_FILE_SYNCS")),
-    "PNETCDF_VAR": ("PNETCDF_VAR", ("PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"),
-                    ("PNETCDF_VAR_INDEP_WRITES", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_WRITES"), ("PNETCDF_VAR_OPENS",)),
-    "DFS": ("DFS", ("DFS_READS", "DFS_READXS", "DFS_NB_READS"), ("DFS_WRITES", "DFS_WRITEXS", "DFS_NB_WRITES"),
-            ("DFS_OPENS", "DFS_GLOBAL_OPENS", "DFS_LOOKUPS", "DFS_STATS", "DFS_GET_SIZES", "DFS_REMOVES", "DFS_PUNCHES")),
-    "DAOS": ("DAOS", ("DAOS_OBJ_FETCHES", "DAOS_ARRAY_READS", "DAOS_KV_GETS"), ("DAOS_OBJ_UPDATES", "DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"),
-             ("DAOS_OBJ_OPENS", "DAOS_ARRAY_OPENS", "DAOS_KV_OPENS", "DAOS_ARRAY_STATS", "DAOS_ARRAY_GET_SIZES")),
-}
+from ...units import fmt_bytes, fmt_compact
+from . import META, READ, WRITE
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
 SIZE_LABELS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+")
@@ -43,43 +26,6 @@ SIZE_UPPER = np.array([100, 1024, 10 * 1024, 100 * 1024, 1024 ** 2, 4 * 1024 ** 
 def size_bin(lengths: np.ndarray) -> np.ndarray:
     """Darshan's size-histogram bin of each access length (0..9)."""
     return np.searchsorted(SIZE_UPPER, lengths, side="left")
-
-
-def _sum(t: Table, names) -> int:
-    total = 0
-    for n in names:
-        if n in t:
-            total += int(np.maximum(t[n], 0).sum())
-    return total
-
-
-def _fsum(t: Table, name: str) -> float:
-    return float(np.maximum(t[name], 0).sum()) if name in t else 0.0
-
-
-def module_volumes(profile: JobProfile) -> Table:
-    """One row per module that has records: bytes, op counts and summed op times."""
-    cols: dict[str, list] = {k: [] for k in (
-        "module", "records", "bytes_read", "bytes_written", "reads", "writes", "meta_ops",
-        "read_time_s", "write_time_s", "meta_time_s")}
-    for mod, (pre, rd, wr, meta) in MODULE_SPEC.items():
-        t = profile.module(mod)
-        if t is None:
-            continue
-        cols["module"].append(mod)
-        cols["records"].append(len(t))
-        cols["bytes_read"].append(_sum(t, (f"{pre}_BYTES_READ",)))
-        cols["bytes_written"].append(_sum(t, (f"{pre}_BYTES_WRITTEN",)))
-        cols["reads"].append(_sum(t, rd))
-        cols["writes"].append(_sum(t, wr))
-        cols["meta_ops"].append(_sum(t, meta))
-        cols["read_time_s"].append(_fsum(t, f"{pre}_F_READ_TIME"))
-        cols["write_time_s"].append(_fsum(t, f"{pre}_F_WRITE_TIME"))
-        cols["meta_time_s"].append(_fsum(t, f"{pre}_F_META_TIME"))
-    return Table({
-        k: np.asarray(v, dtype=object if k == "module" else ("f8" if k.endswith("_s") else "i8"))
-        for k, v in cols.items()
-    })
 
 
 def _count_range(values) -> tuple[float, float]:
@@ -112,7 +58,7 @@ def draw_module_volumes(table: Table, *, width: float = 900) -> svg.Figure:
         y0 = top + i * band
         for j, (col, colour, what) in enumerate((("bytes_read", READ, "read"), ("bytes_written", WRITE, "written"))):
             v = float(table[col][i])
-            fig.rect(left, y0 + 4 + j * 16, ax_b.sx(v) - left, 15, colour, title=f"{mod} {what}: {human_bytes(v)} ({int(v):,} B)")
+            fig.rect(left, y0 + 4 + j * 16, ax_b.sx(v) - left, 15, colour, title=f"{mod} {what}: {fmt_bytes(v)} ({int(v):,} B)")
         for j, (col, colour, what) in enumerate((("reads", READ, "reads"), ("writes", WRITE, "writes"), ("meta_ops", META, "metadata operations"))):
             v = float(table[col][i])
             if v > 0:
@@ -123,7 +69,7 @@ def draw_module_volumes(table: Table, *, width: float = 900) -> svg.Figure:
     ax_b.frame()
     ax_o.frame()
     ax_b.xticks(ticks_b, labels_b)
-    ax_o.xticks(ticks_o, [svg.human_count(t) for t in ticks_o])
+    ax_o.xticks(ticks_o, [fmt_compact(t) for t in ticks_o])
     ax_b.title("Bytes per module")
     ax_o.title("Operations per module (log scale)")
     fig.legend([("read", READ), ("written", WRITE)], ax_b.left, ax_b.bottom + 30)
@@ -192,7 +138,7 @@ def draw_access_sizes(table: Table, *, width: float = 900) -> svg.Figure:
     top = 30 + leg_h
     lo, hi = _count_range(table["count"].tolist() if len(table) else [])
     ticks = svg.log_ticks(lo, hi)
-    tick_labels = [svg.human_count(t) for t in ticks]
+    tick_labels = [fmt_compact(t) for t in ticks]
     left = 22 + max(svg.text_width(t, 11) for t in tick_labels) + 10 if ticks else 50
     gap = left + 10
     pw = (width - left - gap - 12) / 2

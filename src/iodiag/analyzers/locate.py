@@ -147,7 +147,7 @@ class Resolved:
 
 
 def resolve(target: str, *, log_tree: str | None = None, pick: str | None = None, take_all: bool = False,
-            config: Config | None = None, store: str | os.PathLike | None = None, jobs: bool = True) -> Resolved | None:
+            config: Config | None = None, store: str | os.PathLike | None = None) -> Resolved:
     """The one dispatcher of TARGET for every command that takes a job (report, compare, recommend, verify).
 
     In this order: an existing path is a job folder (it holds job.json; or that job.json itself), a folder of
@@ -155,7 +155,7 @@ def resolve(target: str, *, log_tree: str | None = None, pick: str | None = None
     .bz2, .xz, .zst) is recognised and said to need decompressing.  A path that exists but is none of these is an
     error that says what it is and what is accepted (exit 3).  Otherwise: a numeric id with a log tree
     (--log-tree or $IODIAG_LOG_TREE) is a scheduler job id, looked up there; anything else is an iodiag job id,
-    unique prefix, name or 'last' in the job store ``store`` (None, or ``jobs=False``: not looked up, None).
+    unique prefix, name or 'last' in the job store ``store`` (None: ``jobs.store.store_root``'s default).
     ``pick`` (--job) and ``take_all`` (--all) choose among the jobs of a folder of logs; a job folder is one job.
     """
     target = str(target)
@@ -187,13 +187,11 @@ def resolve(target: str, *, log_tree: str | None = None, pick: str | None = None
         raise InputNotFound(f"{target}: not a scheduler job id", hint="--log-tree takes a numeric job id")
     if os.sep in target or target.endswith(LOG_SUFFIXES) or any(target.endswith(s) for s in COMPRESSED_LOG_SUFFIXES):
         raise InputNotFound(f"{target}: no such file or folder", hint="check the path")
-    if not jobs:
-        return None
     from ..jobs.store import find_job, jobs_dir
 
     try:
         record = find_job(target, root=store)
-    except InputNotFound as exc:
+    except InputNotFound:
         if target == "last":
             raise
         raise InputNotFound(f"{target}: no such file or folder, and no job {target!r} in {jobs_dir(store)}",

@@ -208,15 +208,15 @@ SITE_CONFIG_PATH = "/etc/iodiag/site.toml"
 
 
 def _read_toml(p: Path, what: str) -> dict[str, Any]:
-    import tomllib
+    from . import tomlread
 
     if not p.is_file():
         raise ConfigError(f"{what} file {p} not found", hint=f"check the path given to {'--site-config or $IODIAG_SITE_CONFIG' if what == 'site config' else '--config or $IODIAG_CONFIG'}")
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomlread.loads(p.read_text())
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{what} file {p} cannot be read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except tomlread.TOMLDecodeError as exc:
         raise ConfigError(f"{what} file {p} is not valid TOML: {exc}", hint="fix the syntax") from None
     config_from_dict(data, source=str(p))  # each file must be valid on its own, so an error names the right file
     return data

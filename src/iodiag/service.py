@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .config import Config
-from .errors import InputNotFound, UsageError
+from .errors import UsageError
 from .findings import Finding
 from .profile import JobProfile
 
@@ -25,25 +25,21 @@ def load_target(*, target: str, log_tree: str | None = None, pick: str | None = 
                 config: Config | None = None, progress: Callable[[int], None] | None = None,
                 on_logs: Callable[[int], None] | None = None,
                 while_reading: Callable[[], None] | None = None, prefetched=None) -> Loaded:
-    """TARGET (a Darshan log, a folder of logs, a scheduler job id in a site tree, or an iodiag job id / name /
-    prefix / 'last') loaded into a profile.  ``on_logs(n)`` is called with the number of logs before reading
-    them (a caller may start a progress bar), ``progress(k)`` as logs are read; ``while_reading()`` is run while
-    the first log is decoded in its reader process (work that does not need the profile); ``prefetched`` is a
+    """TARGET (a Darshan log, a folder of logs, a scheduler job id in a site tree, an iodiag job folder, or an
+    iodiag job id / name / prefix / 'last': ``analyzers.locate.resolve``, the one dispatcher) loaded into a
+    profile.  ``on_logs(n)`` is called with the number of logs before reading them (a caller may start a progress
+    bar), ``progress(k)`` as logs are read; ``while_reading()`` is run while the first log is decoded in its reader process (work that does not need the profile); ``prefetched`` is a
     reader already started on TARGET (``readers.isolate.prefetch``), adopted when TARGET turns out to be that log."""
     from .analyzers.load import load_job
-    from .analyzers.locate import resolve_target
+    from .analyzers.locate import resolve
 
     cfg = config or Config()
-    logset = resolve_target(target, log_tree=log_tree, pick=pick, take_all=take_all, config=cfg)
-    if logset is None:
-        try:
-            from .analyzers.job import load_job_record
-            from .jobs.store import find_job
-        except ImportError:
-            raise InputNotFound(f"{target}: no such file, folder or job",
-                                hint="give a Darshan log, a folder of logs, or a scheduler job id with --log-tree") from None
-        record = find_job(target)
-        return Loaded(load_job_record(record, config=cfg), Path(record.path))
+    got = resolve(target, log_tree=log_tree, pick=pick, take_all=take_all, config=cfg)
+    if got.kind == "job":
+        from .analyzers.job import load_job_record
+
+        return Loaded(load_job_record(got.record, config=cfg), Path(got.record.path))
+    logset = got.logs
     if on_logs is not None:
         on_logs(len(logset.paths))
     prof = load_job(logset.paths, config=cfg, job_id=logset.job_id, progress=progress, while_reading=while_reading,
@@ -147,20 +143,25 @@ def verify_job(*, target: str, config: Config, reps: int = 5, sets: list[str] | 
                model_path: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """``iodiag verify JOB``: re-run the job's workload as recorded and with the top recommendation (or the
     ``--set`` settings) applied, interleaved, and measure the speedup (schema iodiag.verify/1)."""
-    from .jobs.store import find_job
+    from .analyzers.locate import resolve
     from .jobs.verify import MIN_REPS, command_of, plan_verify, run_verify
     from .reports.verify import verify_result
 
     if reps < MIN_REPS:
         raise UsageError(f"--reps {reps}: at least {MIN_REPS} runs per side are needed for a band",
                          hint="use --reps 5 or more")
-    record = find_job(target)
+    got = resolve(target, config=config)
+    if got.kind != "job":
+        what = {"log": "a Darshan log", "log tree": "a scheduler job's Darshan logs"}.get(got.how, "a folder of Darshan logs")
+        raise UsageError(f"{target}: {what}, not an iodiag job: verify re-runs the command a job recorded",
+                         hint="record the workload with `iodiag run -- COMMAND`, then verify that job")
+    record = got.record
     cmd = command_of(record)
     if sets:
         args, env = parse_sets(sets)
         rec, prepare = None, []
     else:
-        adv = advise_profile(profile=load_target(target=record.id, config=config).profile, config=config,
+        adv = advise_profile(profile=load_target(target=str(record.path), config=config).profile, config=config,
                              home=Path(record.path), model_path=model_path, strict=model_path is not None)
         rec = next((r for r in adv.recommendations if r.abstain is None
                     and any(c.kind in ("arg", "env") for c in r.changes)), None)

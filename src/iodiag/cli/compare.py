@@ -19,7 +19,7 @@ from .common import atomic_write, run_guarded
         "Show what changed between two jobs: wall time, bytes, operations, metadata operations,\n"
         "findings appeared/resolved (e.g. before and after applying a recommendation).\n\n"
         "A and B are what `iodiag report` takes: a Darshan log, a folder of logs (with --job-a, --job-b or\n"
-        "--all when it holds several jobs), a scheduler job id with --log-tree, or an iodiag job id.\n\n"
+        "--all when it holds several jobs), a scheduler job id with --log-tree, or an iodiag job (folder or id).\n\n"
         "Examples:\n\n"
         "  iodiag compare before.darshan after.darshan\n\n"
         "  iodiag compare logs/run1/ logs/run2/ --json > delta.json\n\n"

@@ -82,7 +82,7 @@ def add_job_command(group: typer.Typer) -> None:
 
 
 def _job_command(
-    target: str = typer.Argument(..., help="iodiag job id ('last'), Darshan log or folder of logs."),
+    target: str = typer.Argument(..., help="iodiag job folder or job id ('last'), Darshan log or folder of logs."),
     json_out: bool = typer.Option(False, "--json", help="Print the recommendations as JSON (schema iodiag.recommend/1)."),
     model: Optional[Path] = typer.Option(None, "--model", help="A trained model file instead of the shipped one (an error if it is missing, stale or incompatible)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML file overriding detector thresholds."),

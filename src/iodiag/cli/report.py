@@ -17,7 +17,8 @@ from .report_run import _report
     help=(
         "Diagnose a job: why its I/O is slow and what to change.\n\n"
         "TARGET is a Darshan log, a folder of per-process logs, a scheduler job id found in a site\n"
-        "archive (--log-tree or $IODIAG_LOG_TREE), or an iodiag job id / unique prefix / 'last'.\n\n"
+        "archive (--log-tree or $IODIAG_LOG_TREE), or an iodiag job: its folder, its id / unique prefix /\n"
+        "name, or 'last'.\n\n"
         "Examples:\n\n"
         "  iodiag report run.darshan\n\n"
         "  iodiag report logs/ --all --json > report.json\n\n"
@@ -26,7 +27,7 @@ from .report_run import _report
     ),
 )
 def report_cmd(
-    target: str = typer.Argument(..., help="Darshan log, folder of logs, scheduler job id, or iodiag job id ('last')."),
+    target: str = typer.Argument(..., help="Darshan log, folder of logs, scheduler job id, or iodiag job folder / job id ('last')."),
     json_out: bool = typer.Option(False, "--json", help="Print the JSON report (schema iodiag.report/1) on stdout."),
     json_file: Optional[Path] = typer.Option(None, "--json-file", help="Also write the JSON report to this file."),
     html: bool = typer.Option(False, "--html", help="--html [PATH]: write a self-contained HTML report to PATH (default: into the job folder, next to the log, or the current folder)."),

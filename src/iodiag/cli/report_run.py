@@ -26,7 +26,7 @@ def _prefetch(target: str, *, job, take_all: bool):
     otherwise it is stopped."""
     import os
 
-    if job or take_all or not os.path.isfile(target) or not os.access(target, os.R_OK):
+    if job or take_all or not os.path.isfile(target) or not os.access(target, os.R_OK) or target.endswith("job.json"):
         return None
     from ..analyzers.readers.isolate import prefetch  # (no NumPy: the child decodes into plain buffers)
 

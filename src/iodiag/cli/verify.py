@@ -29,7 +29,7 @@ VERIFY_HELP = (
 
 @app.command("verify", help=VERIFY_HELP)
 def verify_cmd(
-    job: str = typer.Argument(..., help="iodiag job id, unique prefix, name or 'last'."),
+    job: str = typer.Argument(..., help="iodiag job folder, job id, unique prefix, name or 'last'."),
     reps: int = typer.Option(5, "--reps", help="Runs per side (before and after), interleaved."),
     sets: List[str] = typer.Option([], "--set", help="Verify this setting instead of the recommendation: flag=value (a command-line flag of the workload) or NAME=value (an environment variable); repeatable."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (schema iodiag.verify/1)."),

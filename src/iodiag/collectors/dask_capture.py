@@ -317,35 +317,52 @@ class Capture:
 
 
 def _record_delays(worker, out):
-    """Worker preload: log every change of ``worker.scheduler_delay`` with the worker's own time.
+    """Worker preload: log every change of ``worker.scheduler_delay`` with the worker's own time, and the value
+    each task was given.
 
     A worker adds its current estimate of the scheduler's clock offset to the start/stop times of each task it
-    reports (the estimate is passed in when the task is submitted to its thread, and renewed at each heartbeat).
+    reports (the estimate is read when the task is handed to its thread, and renewed at each heartbeat).
     With the history of the estimate an analyzer puts every task back on the worker's own clock, the clock of
     its I/O records, instead of searching for the shift (a search that can land a whole task off under load).
-    Lines: {"worker": address, "pid", "t": local epoch seconds, "delay": seconds}.
+    The history alone is ambiguous where the estimate fell near a task's start: both the old and the new value
+    give a start consistent with it (under load average 14 on 2 cores a 50 ms drop put a task's first 21
+    writes before its window), so the read ``Worker.execute`` makes for each task is logged with that task's key.
+    Lines: {"worker": address, "pid", "t": local epoch seconds, "delay": seconds} on each change, the same plus
+    "key" for each task's read.
     """
     cls = type(worker)
     if getattr(cls, "_iodiag_delays", False):
         return
     path = os.path.join(out, f"delays-{os.getpid()}-{next(_counter)}.jsonl")
-    state = {"v": float(worker.__dict__.pop("scheduler_delay", 0.0) or 0.0)}
+    state = {"v": float(worker.__dict__.pop("scheduler_delay", 0.0) or 0.0), "fh": None}
 
-    def _get(self):
-        return state["v"]
-
-    def _set(self, value):
-        state["v"] = value
+    def _log(self, rec):
         try:
             addr = str(getattr(self, "address", "") or "")
         except Exception:  # noqa: BLE001 - not started yet
             addr = ""
         try:
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"worker": addr, "pid": os.getpid(), "t": time.time(),
-                                     "delay": float(value)}) + "\n")
+            if state["fh"] is None:  # line-buffered: a killed worker loses no line
+                state["fh"] = open(path, "a", encoding="utf-8", buffering=1)
+            state["fh"].write(json.dumps({"worker": addr, "pid": os.getpid(), "t": time.time(), **rec}) + "\n")
         except Exception:  # noqa: BLE001 - never disturb the worker
             pass
+
+    def _get(self):
+        value = state["v"]
+        try:  # Worker.execute reads it once per task, just before handing the task to its thread
+            caller = sys._getframe(1)
+            if caller.f_code.co_name == "execute":
+                key = caller.f_locals.get("key")
+                if key is not None:
+                    _log(self, {"delay": float(value), "key": _key_text(key)})
+        except Exception:  # noqa: BLE001 - never disturb the worker
+            pass
+        return value
+
+    def _set(self, value):
+        state["v"] = value
+        _log(self, {"delay": float(value)})
 
     worker.__class__ = type(cls.__name__, (cls,), {"scheduler_delay": property(_get, _set), "_iodiag_delays": True,
                                                    "__module__": cls.__module__, "__qualname__": cls.__qualname__})

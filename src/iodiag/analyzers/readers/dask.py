@@ -8,8 +8,9 @@ key, prefix, worker, pid, thread, phase, start_s, end_s.
 ``pid`` comes from the workers file (-1 when the worker was never
 identified); ``thread`` is Python's thread ident on the worker (not the OS
 thread id), -1 when absent.  Times are epoch seconds on the workers' clocks
-(when the capture's worker preload logged each worker's clock-offset estimate, the offset Dask adds to the times
-it reports is taken off again: ``load_delays``),
+(when the capture's worker preload logged each worker's clock-offset estimates, the offset Dask adds to the
+compute and transfer times it reports is taken off again: the value each task was given where it was logged,
+``load_task_delays``, else the estimate in force, ``load_delays``),
 the same clock as Darshan's on one host, so I/O ops join tasks by pid and
 time window (Zarr 3 writes chunks from its own asyncio threads, so thread ids
 do not match).
@@ -58,26 +59,46 @@ def _records(path: Path):
                 yield rec
 
 
+def _delay_lines(dask_dir: str | Path):
+    """(worker address, record) of every line of the capture's delays files; a file's first lines may predate
+    the worker's address (one file per worker): they get the address its later lines carry."""
+    for path in sorted(Path(dask_dir).glob("delays-*.jsonl")):
+        pending: list[dict] = []
+        addr = ""
+        for rec in _records(path):
+            try:
+                rec["t"], rec["delay"] = float(rec["t"]), float(rec["delay"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            pending.append(rec)
+            addr = str(rec.get("worker") or "") or addr
+        if addr:
+            for rec in pending:
+                yield addr, rec
+
+
 def load_delays(dask_dir: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Worker address -> (local times, clock-offset estimates) in time order: every change of the worker's
     ``scheduler_delay`` as the capture's worker preload logged it (none for jobs recorded without it)."""
     hist: dict[str, list[tuple[float, float]]] = {}
-    for path in sorted(Path(dask_dir).glob("delays-*.jsonl")):
-        pending: list[tuple[float, float]] = []
-        addr = ""
-        for rec in _records(path):
-            try:
-                t, d = float(rec["t"]), float(rec["delay"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            pending.append((t, d))
-            addr = str(rec.get("worker") or "") or addr
-        if addr and pending:  # one file per worker; its first line may predate the worker's address
-            hist.setdefault(addr, []).extend(pending)
+    for addr, rec in _delay_lines(dask_dir):
+        if "key" not in rec:
+            hist.setdefault(addr, []).append((rec["t"], rec["delay"]))
     out = {}
     for addr, rows in hist.items():
         rows.sort()
         out[addr] = (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
+    return out
+
+
+def load_task_delays(dask_dir: str | Path) -> dict[tuple[str, str], list[float]]:
+    """(worker address, task key) -> the clock-offset estimate the worker gave each run of that task (in run
+    order), as its preload logged them: exactly what Dask added to the task's compute start and stop.  The
+    history of changes (``load_delays``) cannot tell it where the estimate changed near the task's start."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for addr, rec in sorted(_delay_lines(dask_dir), key=lambda ar: ar[1]["t"]):
+        if "key" in rec:
+            out.setdefault((addr, str(rec["key"])), []).append(rec["delay"])
     return out
 
 
@@ -134,13 +155,26 @@ def load_tasks(dask_dir: str | Path) -> Table:
         return empty_table("tasks")
     arrays = {name: np.asarray(vals, dtype=TASK_COLUMNS[name]) for name, vals in cols.items()}
     delays = load_delays(dask_dir)
-    if delays:  # back on each worker's own clock: the clock of its I/O records
-        wk = arrays["worker"]
-        for addr, history in delays.items():
-            sel = wk == addr
-            if sel.any():
-                off = to_local_clock(arrays["start_s"][sel], history)
-                arrays["start_s"][sel] -= off
-                arrays["end_s"][sel] -= off
+    given = load_task_delays(dask_dir)
+    if delays or given:  # back on each worker's own clock: the clock of its I/O records
+        wk, ph = arrays["worker"], arrays["phase"]
+        shifted = ~np.isin(ph, ("disk-read", "disk-write"))  # Dask reports spilling on the worker's clock
+        for addr in set(delays) | {a for a, _ in given}:
+            sel = np.flatnonzero((wk == addr) & shifted)
+            if not len(sel):
+                continue
+            history = delays.get(addr)
+            off = to_local_clock(arrays["start_s"][sel], history) if history else np.zeros(len(sel))
+            runs: dict[str, int] = {}
+            for j, i in enumerate(sel.tolist()):  # compute rows whose task's own estimate was logged
+                if ph[i] != "compute":
+                    continue
+                got = given.get((addr, arrays["key"][i]))
+                if got:
+                    n = runs.get(arrays["key"][i], 0)
+                    runs[arrays["key"][i]] = n + 1
+                    off[j] = got[min(n, len(got) - 1)]
+            arrays["start_s"][sel] -= off
+            arrays["end_s"][sel] -= off
     table = Table(arrays)
     return table.take(np.argsort(table["start_s"], kind="stable"))

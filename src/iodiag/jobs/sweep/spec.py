@@ -44,11 +44,11 @@ an integer).  Unknown sections, keys or workload parameters are errors.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ... import tomlread
 from ...errors import ConfigError, InputNotFound, UsageError
 
 WORKLOADS = ("gen", "convert", "read")
@@ -216,8 +216,8 @@ def load_spec(path: str | Path) -> SweepSpec:
     if not p.is_file():
         raise InputNotFound(f"sweep spec {p} not found", hint="write one (see `iodiag sweep plan --help`)")
     try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as exc:
+        data = tomlread.loads(p.read_text())
+    except tomlread.TOMLDecodeError as exc:
         raise ConfigError(f"sweep spec {p} is not valid TOML: {exc}", hint="fix the syntax") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"sweep spec {p} cannot be read: {exc}") from None

@@ -127,3 +127,22 @@ def test_a_snapshot_error_never_fails_the_run(tmp_path, monkeypatch):
     assert data["snapshot_error"] == "OSError: disk full"
     assert any("no metadata snapshot" in n for n in data["run_notes"])
     assert "snapshot" not in (data.get("artefacts") or {})
+
+
+def test_a_read_record_carries_its_array_metadata(tmp_path):
+    """The read workload keeps the variable's Zarr metadata in its results record: the features of the run (its
+    compressor and format) are the same after the store is gone, and nothing is read live."""
+    from iodiag.recommend.features import planned_features
+    from iodiag.workloads.gen import generate
+    from iodiag.workloads.read import read_patterns
+
+    store = tmp_path / "r.zarr"
+    generate(out=store, format="zarr3", time=4, plev=2, lat=10, lon=20, compressor="zstd", chunks="1,2,10,20",
+             results=str(tmp_path / "gen.json"))
+    rec = read_patterns(path=store, patterns="whole", repeat=1, results=tmp_path / "read.json")
+    assert rec["array"]["compressor"] == "zstd" and rec["array"]["dims"] == ["time", "plev", "lat", "lon"]
+    here = planned_features(rec)
+    shutil.rmtree(store)
+    gone = planned_features(json.loads((tmp_path / "read.json").read_text()))
+    assert gone["compressor"] == here["compressor"] == "zstd" and gone["zarr_format"] == here["zarr_format"]
+    assert gone["dims"] == here["dims"] and "read live" not in gone["based_on"]

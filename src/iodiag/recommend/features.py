@@ -148,9 +148,11 @@ def planned_features(record: Mapping[str, Any], *, pattern: str | None = None,
         fmt = str(record.get("format") or "")
         if fmt.startswith("zarr"):
             f["zarr_format"] = int(fmt[-1])
-            meta = _store_meta(params.get("path"), params.get("variable"), snapshot, cwd)
-            if meta and snapshot is None:
-                f["live_metadata"] = [os.path.join(str(params.get("path")), str(params.get("variable")))]
+            meta = record.get("array")  # what the workload saw (records written since issue 25)
+            if not isinstance(meta, Mapping):
+                meta = _store_meta(params.get("path"), params.get("variable"), snapshot, cwd)
+                if meta and snapshot is None:
+                    f["live_metadata"] = [str(params.get("path"))]
             if meta:
                 f["compressor"] = meta.get("compressor", "none")
                 f["dims"] = meta.get("dims")

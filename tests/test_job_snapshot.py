@@ -146,3 +146,32 @@ def test_a_read_record_carries_its_array_metadata(tmp_path):
     gone = planned_features(json.loads((tmp_path / "read.json").read_text()))
     assert gone["compressor"] == here["compressor"] == "zstd" and gone["zarr_format"] == here["zarr_format"]
     assert gone["dims"] == here["dims"] and "read live" not in gone["based_on"]
+
+
+def test_zarr_folders_come_from_the_jobs_own_paths():
+    """Candidates for array metadata: stores, the folders right below them and metadata-file folders first (a
+    store's many v3 chunk folders never crowd them out), deeper folders after; no chunk folder is a candidate."""
+    from iodiag.collectors.snapshot import zarr_candidates
+
+    chunks = [f"/d/big.zarr/ta/c/{i}/0/0" for i in range(2000)]
+    got = zarr_candidates(chunks + ["/d/big.zarr/tb/zarr.json", "/d/g.zarr/grp/sub/arr/c/0/0", "/d/n.txt"], limit=8)
+    assert got[:5] == ["/d/big.zarr", "/d/big.zarr/ta", "/d/big.zarr/tb", "/d/g.zarr", "/d/g.zarr/grp"]
+    assert "/d/g.zarr/grp/sub/arr" in got and not any("/c/" in g or g.endswith("/c") for g in got)
+
+
+def test_a_darshan_jobs_touched_paths_are_its_logs_name_records(tmp_path):
+    """A job recorded with Darshan: the paths to snapshot are the name records of its logs (read through the
+    reader ``iodiag run`` is given; without one the snapshot says it has none)."""
+    from conftest import corpus_path
+    from iodiag.analyzers.readers.darshan_decode import log_names
+    from iodiag.jobs.snapshot import touched_paths
+    from iodiag.jobs.store import create_job
+
+    log = corpus_path("generated/xarray-nc2zarr-1proc/0_python_id20259-20259_11-22-82619-9038751429951342753_1.darshan")
+    rec = create_job(name="d", root=tmp_path / "store", record={"collector": "darshan", "command": ["python"]})
+    (rec.folder / "logs").mkdir()
+    shutil.copy(log, rec.folder / "logs" / log.name)
+    rec.data["artefacts"] = {"logs": [f"logs/{log.name}"]}
+    paths, how = touched_paths(rec, log_names)
+    assert "Darshan" in how and any(p.endswith("out.zarr") for p in paths) and len(paths) == len(set(paths)) > 10
+    assert touched_paths(rec, None) == ([], "none: no reader of Darshan name records was given")

@@ -78,25 +78,32 @@ def zarr_docs(array_dir: str) -> dict[str, Any] | None:
 
 
 def zarr_candidates(paths: Iterable[str], limit: int = MAX_CANDIDATES) -> list[str]:
-    """Folders that may be Zarr arrays, from the paths a job touched: inside each store (a path component
-    ending in ``.zarr``) the store itself and the folders up to three levels below it on the way to a touched
-    file, and the folder of every metadata file.  No listing: only what the job's own paths name."""
-    out: dict[str, None] = {}
+    """Folders that may be Zarr arrays, from the paths a job touched (no listing: only what the job's own paths
+    name): first each store (the path up to a component ending in ``.zarr``), the folders right below it and the
+    folder of every metadata file (``zarr.json``, ``.zarray``, ``.zattrs``: any array the job opened or wrote);
+    then, up to ``limit``, the folders two and three levels below a store on the way to a touched file, never
+    inside a v3 chunk folder (``c/``), so that a store's many chunk folders cannot crowd out other arrays."""
+    first: dict[str, None] = {}
+    deeper: dict[str, None] = {}
     for p in paths:
         p = _PARTIAL.sub("", str(p))
         m = _STORE.match(p)
         if not m:
             continue
         root = m["root"]
-        out.setdefault(root, None)
+        first.setdefault(root, None)
         parts = p[len(root):].strip("/").split("/")
-        for depth in range(1, min(len(parts), 4)):  # folders only: the last part is the file itself
-            out.setdefault(root + "/" + "/".join(parts[:depth]), None)
         if parts[-1] in ("zarr.json", ".zarray", ".zattrs"):
-            out.setdefault(os.path.dirname(p), None)
-        if len(out) >= limit:
-            break
-    return list(out)[:limit]
+            first.setdefault(os.path.dirname(p), None)
+        folders = parts[:-1]  # the last part is the file itself
+        if "c" in folders:
+            folders = folders[:folders.index("c")]
+        if folders:
+            first.setdefault(root + "/" + folders[0], None)
+        for depth in range(2, min(len(folders), 3) + 1):
+            if len(deeper) < limit:
+                deeper.setdefault(root + "/" + "/".join(folders[:depth]), None)
+    return list(dict.fromkeys([*first, *deeper]))[:limit]
 
 
 def _zarr_section(paths: list[str], deadline: float, errors: list[str]) -> dict[str, Any]:

@@ -309,17 +309,22 @@ def _fs_of(profile, stores: Sequence[str]) -> str | None:
     return max(sorted(set(pick)), key=pick.count) if pick else None
 
 
+def _why_no_arrays(profile) -> str:
+    if profile.job.snapshot is None:  # a job without a snapshot (or logs given directly): the stores as they are now
+        return "the job touched no Zarr store that is still readable here"
+    if not len(profile.files):
+        return "no file-level I/O was recorded"
+    if any(".zarr" in str(p) for p in profile.files["path"].tolist()):
+        return "the job's snapshot holds none of the Zarr arrays it touched"
+    return "the job touched no Zarr array"
+
+
 def _from_measured(profile, measured: Mapping[str, Any]) -> dict[str, Any]:
     """Scenario and setting from measurements alone: the largest Zarr array the job touched and its I/O."""
     f: dict[str, Any] = {"based_on": BASED_ON_MEASURED, "workload": None, "pattern": None}
     arrays = profile.job.arrays or []
     if not arrays:
-        if profile.job.snapshot is None:
-            f["why_unknown"] = "no Zarr array metadata (the job touched no Zarr store that is still readable here)"
-        elif any(".zarr" in str(p) for p in profile.files["path"].tolist()):
-            f["why_unknown"] = "no Zarr array metadata (the job's snapshot holds none of the Zarr arrays it touched)"
-        else:
-            f["why_unknown"] = "no Zarr array metadata (the job touched no Zarr array)"
+        f["why_unknown"] = f"no Zarr array metadata ({_why_no_arrays(profile)})"
         return f
     a = max(arrays, key=lambda x: nbytes(x["shape"], x["itemsize"]))
     f.update(_geometry(a["shape"], a["itemsize"], a["chunks"]))

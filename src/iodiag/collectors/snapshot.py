@@ -250,7 +250,8 @@ def _lustre_section(roots: list[str], where: dict[str, str], deadline: float) ->
 
 
 # ----------------------------------------------------------------------------------------------- the snapshot
-def take_snapshot(paths: Iterable[str], *, budget_s: float = BUDGET_S, extra_arrays: Iterable[str] = ()) -> dict[str, Any]:
+def take_snapshot(paths: Iterable[str], *, budget_s: float = BUDGET_S,
+                  extra_arrays: Iterable[str] = ()) -> dict[str, Any]:
     """The snapshot of the paths a job touched (see module docstring).  ``extra_arrays``: array folders named
     elsewhere (a workload's results record) looked at too.  Never raises."""
     t0 = time.monotonic()

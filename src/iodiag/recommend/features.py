@@ -13,9 +13,9 @@ Features come from two places, with the same names:
   the parameters, shape, chunks and format as planned and run (``planned_features``);
 * a job profile (``job_features``): the Zarr arrays' own metadata (``JobInfo.arrays``: the ``.zarray`` /
   ``zarr.json`` documents the job's snapshot recorded when it ended, or for a job without one those read live
-  at report time, which ``based_on`` then says; ``analyzers/readers/arrays.py``), the I/O counters (operation sizes, metadata share, files,
-  processes; ``analyzers/metrics.py``, ``timemodel.py``), the Dask task stream (``tasktime.py``), the file
-  system of the files and Lustre striping from LUSTRE records.  A job recorded by ``iodiag run`` around an iodiag
+  at report time, which ``based_on`` then says; ``analyzers/readers/arrays.py``), the I/O counters (operation
+  sizes, metadata share, files, processes; ``analyzers/metrics.py``, ``timemodel.py``), the Dask task stream
+  (``tasktime.py``), the file system of the files and Lustre striping from LUSTRE records.  A job recorded by ``iodiag run`` around an iodiag
   workload also has its results record in the job folder, which fills in what counters cannot say (the access
   pattern); without one the features say so (``based_on``) and only what was measured is used.
 

@@ -175,3 +175,24 @@ def test_a_darshan_jobs_touched_paths_are_its_logs_name_records(tmp_path):
     paths, how = touched_paths(rec, log_names)
     assert "Darshan" in how and any(p.endswith("out.zarr") for p in paths) and len(paths) == len(set(paths)) > 10
     assert touched_paths(rec, None) == ([], "none: no reader of Darshan name records was given")
+
+
+@pytest.mark.parametrize("libc,blind", [(["glibc", "2.17"], False), (["glibc", "2.36"], True), (["", ""], False)])
+def test_darshans_stat_blind_spot_follows_the_recording_machines_c_library(tmp_path, libc, blind):
+    """Darshan <= 3.5 misses stat() on glibc >= 2.33: the blind spot is the recording machine's (its snapshot),
+    not the one of the machine that reads the report."""
+    from conftest import corpus_path
+    from iodiag.analyzers.job import load_job_record
+    from iodiag.collectors.snapshot import SCHEMA
+    from iodiag.jobs.store import create_job
+
+    log = corpus_path("generated/xarray-nc2zarr-1proc/0_python_id20259-20259_11-22-82619-9038751429951342753_1.darshan")
+    rec = create_job(name="d", root=tmp_path / "store", record={"collector": "darshan", "command": ["python"]})
+    (rec.folder / "logs").mkdir()
+    (rec.folder / "meta").mkdir()
+    shutil.copy(log, rec.folder / "logs" / log.name)
+    rec.update(artefacts={"logs": [f"logs/{log.name}"], "snapshot": "meta/snapshot.json"})
+    (rec.folder / "meta" / "snapshot.json").write_text(json.dumps({"schema": SCHEMA, "zarr": {}, "libc": libc}))
+    prof = load_job_record(rec.folder)
+    assert prof.job.snapshot["libc"] == libc
+    assert any("stat()" in b for b in prof.job.blind_spots) == blind

@@ -73,6 +73,15 @@ def _snapshot(folder: Path, issues: list[LoadIssue]) -> dict | None:
     return snap
 
 
+def _recorded_glibc(snapshot: dict | None) -> str | None:
+    """The C library version of the machine that ran the job, as its snapshot recorded it ("" when not glibc);
+    None without a snapshot (a job recorded before snapshots: this host's is taken)."""
+    libc = (snapshot or {}).get("libc")
+    if not isinstance(libc, list) or len(libc) != 2:
+        return None
+    return str(libc[1]) if libc[0] == "glibc" else ""
+
+
 def darshan_blind_spots(version: str | None, glibc: str | None = None) -> list[str]:
     """What a Darshan runtime of ``version`` cannot see on this machine's C library (``glibc``: this host's
     when not given; a job recorded by ``iodiag run`` ran here).  Darshan up to 3.5 wraps ``__xstat``/``__lxstat``/
@@ -188,12 +197,13 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
 
     profile.tasks = load_tasks(folder / "dask")
     _set_roles(profile, d)
-    if collector == "darshan":
-        profile.job.blind_spots.extend(darshan_blind_spots(profile.job.collector_version or
-                                                           (d.get("versions") or {}).get("darshan_runtime")))
     info = profile.job
     info.folder = str(folder)
     info.snapshot = _snapshot(folder, issues)
+    if collector == "darshan":
+        info.blind_spots.extend(darshan_blind_spots(info.collector_version or
+                                                    (d.get("versions") or {}).get("darshan_runtime"),
+                                                    _recorded_glibc(info.snapshot)))
     if len(profile.files):
         from .readers.arrays import job_arrays
 

@@ -2,7 +2,8 @@
 
 A report must not change when the job's output is deleted, moved or read on another node.  The traces hold
 the I/O; the arrays' own metadata (Zarr ``zarr.json`` / ``.zarray`` / ``.zattrs``, NetCDF/HDF5 headers), the
-file systems the data lives on and its Lustre layout are on the machine.  :func:`take_snapshot` reads them for
+file systems the data lives on, its Lustre layout and the C library (which decides what Darshan's stat wrappers
+see) are on the machine.  :func:`take_snapshot` reads them for
 the paths a job touched, right after it ran, into one JSON-able dict (``iodiag run`` stores it as
 ``meta/snapshot.json``, see ``jobs/snapshot.py``); readers use that instead of the live files.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -268,7 +270,7 @@ def take_snapshot(paths: Iterable[str], *, budget_s: float = BUDGET_S,
         roots = _data_roots(paths, zarr, files)
         where = {r: fs_of(r, mounts)[1] for r in roots}
         snap.update(zarr=zarr, files=files, mounts=mounts, fs_of_data=where,
-                    lustre=_lustre_section(roots, where, deadline))
+                    lustre=_lustre_section(roots, where, deadline), libc=list(platform.libc_ver()))
     except Exception as exc:  # noqa: BLE001 - a snapshot never fails the run: the error is recorded
         errors.append(f"snapshot stopped: {type(exc).__name__}: {exc}")
     snap["errors"] = errors

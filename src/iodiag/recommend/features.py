@@ -15,9 +15,10 @@ Features come from two places, with the same names:
   ``zarr.json`` documents the job's snapshot recorded when it ended, or for a job without one those read live
   at report time, which ``based_on`` then says; ``analyzers/readers/arrays.py``), the I/O counters (operation
   sizes, metadata share, files, processes; ``analyzers/metrics.py``, ``timemodel.py``), the Dask task stream
-  (``tasktime.py``), the file system of the files and Lustre striping from LUSTRE records.  A job recorded by ``iodiag run`` around an iodiag
-  workload also has its results record in the job folder, which fills in what counters cannot say (the access
-  pattern); without one the features say so (``based_on``) and only what was measured is used.
+  (``tasktime.py``), the file system of the files and Lustre striping from LUSTRE records.  A job recorded by
+  ``iodiag run`` around an iodiag workload also has its results record in the job folder, which fills in what
+  counters cannot say (the access pattern); without one the features say so (``based_on``) and only what was
+  measured is used.
 
 Everything here is pure apart from reading a job's results record (and, for a job without a snapshot or a planned
 run, a read store's metadata); nothing prints, scikit-learn is never imported.

@@ -217,6 +217,11 @@ class JobInfo:
     logs: list[str] = field(default_factory=list)
     blind_spots: list[str] = field(default_factory=list)  # what the collector cannot see
     arrays: list[dict] = field(default_factory=list)  # Zarr arrays the job touched (readers/arrays.py), when readable
+    # where ``arrays`` came from: "snapshot" (recorded with the job: meta/snapshot.json), "live" (read from the
+    # stores at report time: a job without a snapshot), "" (not looked for)
+    arrays_from: str = ""
+    folder: str | None = None  # the iodiag job folder the profile was loaded from (None: logs given directly)
+    snapshot: dict | None = None  # the job's meta/snapshot.json (None: the job has none)
 
 
 def _empty(columns: Mapping[str, str]) -> Table:

@@ -11,6 +11,7 @@ reports never hide it.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +47,39 @@ def _bare_profile(record: "JobRecord", collector: str) -> JobProfile:
                    args=" ".join((d.get("command") or [])[1:]), start_s=start, end_s=end,
                    runtime_s=(end - start) if (start and end) else None, collector=collector)
     return JobProfile(job=info)
+
+
+def _snapshot(folder: Path, issues: list[LoadIssue]) -> dict | None:
+    """The job's metadata snapshot (``meta/snapshot.json``, written by ``iodiag run``), None when it has none
+    (a job recorded before snapshots, or whose snapshot failed: array metadata is then read live and the
+    recommendations say so).  A damaged one is an issue, and the job is read as one without a snapshot."""
+    from ..collectors.snapshot import SCHEMA
+    from ..jobs.snapshot import SNAPSHOT_FILE
+
+    path = folder / SNAPSHOT_FILE
+    try:
+        snap = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        issues.append(LoadIssue(path=str(path), kind="unreadable", cause=f"the metadata snapshot cannot be read: {exc}",
+                                next_step="array metadata is read live from the stores, where they still exist"))
+        return None
+    if not isinstance(snap, dict) or snap.get("schema") != SCHEMA:
+        issues.append(LoadIssue(path=str(path), kind="unreadable",
+                                cause=f"not a metadata snapshot of schema {SCHEMA}",
+                                next_step="array metadata is read live from the stores, where they still exist"))
+        return None
+    return snap
+
+
+def _recorded_glibc(snapshot: dict | None) -> str | None:
+    """The C library version of the machine that ran the job, as its snapshot recorded it ("" when not glibc);
+    None without a snapshot (a job recorded before snapshots: this host's is taken)."""
+    libc = (snapshot or {}).get("libc")
+    if not isinstance(libc, list) or len(libc) != 2:
+        return None
+    return str(libc[1]) if libc[0] == "glibc" else ""
 
 
 def darshan_blind_spots(version: str | None, glibc: str | None = None) -> list[str]:
@@ -163,14 +197,17 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
 
     profile.tasks = load_tasks(folder / "dask")
     _set_roles(profile, d)
-    if collector == "darshan":
-        profile.job.blind_spots.extend(darshan_blind_spots(profile.job.collector_version or
-                                                           (d.get("versions") or {}).get("darshan_runtime")))
-    if len(profile.files):
-        from .readers.arrays import read_array_meta
-
-        profile.job.arrays = read_array_meta(profile.files["path"].tolist())
     info = profile.job
+    info.folder = str(folder)
+    info.snapshot = _snapshot(folder, issues)
+    if collector == "darshan":
+        info.blind_spots.extend(darshan_blind_spots(info.collector_version or
+                                                    (d.get("versions") or {}).get("darshan_runtime"),
+                                                    _recorded_glibc(info.snapshot)))
+    if len(profile.files):
+        from .readers.arrays import job_arrays
+
+        info.arrays, info.arrays_from = job_arrays(profile.files["path"].tolist(), info.snapshot)
     info.job_id = record.id
     info.collector = collector
     versions = d.get("versions") or {}

@@ -25,6 +25,18 @@ RUN_HELP = (
 )
 
 
+def _darshan_names(logs):
+    """File names in Darshan logs (darshan-util), for the job's metadata snapshot; none without pydarshan."""
+    from ..errors import IodiagError
+
+    try:
+        from ..analyzers.readers.darshan_decode import log_names
+
+        return log_names(logs)
+    except (ImportError, IodiagError):
+        return []
+
+
 @app.command(
     "run",
     help=RUN_HELP,
@@ -58,7 +70,7 @@ def run_command(
         settings = DarshanSettings() if max_records is None else DarshanSettings(max_records=max_records)
         opts = RunOptions(command=command, collector=chosen or "auto", dxt=dxt, name=name, darshan_lib=darshan_lib,
                           store=store, dask=not no_dask, dask_report=not no_dask_report, settings=settings,
-                          max_records=max_records, mmap_dir=mmap_dir)
+                          max_records=max_records, mmap_dir=mmap_dir, log_names=_darshan_names)
         state["result"] = run_job(opts)
 
     run_guarded(body)

@@ -4,7 +4,8 @@
 workload's environment (Darshan or embedded collector, Dask capture),
 supervises the command (see ``collectors.supervise``) and writes the final
 ``job.json``: exit code or signal, artefacts, processes seen, processes whose
-logs are missing, recovered mmap logs and the ``partial`` flag with reasons.
+logs are missing, recovered mmap logs and the ``partial`` flag with reasons;
+then the job's metadata snapshot (``meta/snapshot.json``, see ``jobs.snapshot``).
 
 Nothing here prints or exits; the CLI reports :class:`RunResult`.
 """
@@ -24,12 +25,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import __version__
 from ..collectors import darshan as dcol
 from ..collectors.supervise import KEEP_DIR, RunOutcome, run_supervised
 from ..errors import CollectorError, UsageError
+from .snapshot import write_snapshot
 from .store import COMPLETE, PARTIAL, JobRecord, create_job
 
 COLLECTORS = ("auto", "darshan", "embedded", "none")
@@ -66,6 +68,9 @@ class RunOptions:
     tick_s: float = 1.0
     max_records: int | None = None  # --max-records as given (None: each collector's default)
     mmap_dir: str | None = None  # where Darshan's mmap logs go while the run lasts (default: node-local temp)
+    # the file names in Darshan logs (darshan-util's reader, given by the caller: jobs/ does not import the
+    # analyzers); without it a Darshan job's snapshot holds the mount table only
+    log_names: Callable[[Sequence[str]], Iterable[str]] | None = None
 
 
 @dataclass
@@ -244,6 +249,7 @@ def _run_in(record: JobRecord, opts: RunOptions, argv: list[str], collector: str
 
     outcome = run_supervised(argv, env=child_env, cwd=cwd, watch_folder=watch, tick_s=opts.tick_s, grace_s=opts.grace_s)
     finalize_job(record, outcome, collector=collector, darshan_jobid=darshan_jobid)
+    write_snapshot(record, log_names=opts.log_names)  # array metadata, mounts, layouts: the report reads the job only
     return RunResult(record=record, outcome=outcome, notes=notes + record.data.get("run_notes", []))
 
 

@@ -6,6 +6,7 @@ Layout (``<root>`` is the store, see :func:`store_root`)::
     <root>/jobs/<id>/logs/           Darshan logs (+ logs/mmap for mmap-log remnants)
     <root>/jobs/<id>/traces/         embedded-collector traces
     <root>/jobs/<id>/dask/           performance-report*.html, tasks*.jsonl, workers*.json
+    <root>/jobs/<id>/meta/snapshot.json  array metadata, mounts, Lustre layouts of the paths the job touched
 
 Ids are human readable and unique even for concurrent runs:
 ``2026-11-22-convert-7f3a`` (local date, a slug of the job name, 4 random hex

@@ -11,14 +11,17 @@ Features come from two places, with the same names:
 
 * a workload's results record (``iodiag.workload-result/1``, written by ``iodiag.workloads.convert``/``read``):
   the parameters, shape, chunks and format as planned and run (``planned_features``);
-* a job profile (``job_features``): the Zarr arrays' own metadata (``JobInfo.arrays``, read from ``.zarray`` /
-  ``zarr.json`` by ``analyzers/readers/arrays.py``), the I/O counters (operation sizes, metadata share, files,
-  processes; ``analyzers/metrics.py``, ``timemodel.py``), the Dask task stream (``tasktime.py``), the file
-  system of the files and Lustre striping from LUSTRE records.  A job recorded by ``iodiag run`` around an iodiag
-  workload also has its results record in the job folder, which fills in what counters cannot say (the access
-  pattern); without one the features say so (``based_on``) and only what was measured is used.
+* a job profile (``job_features``): the Zarr arrays' own metadata (``JobInfo.arrays``: the ``.zarray`` /
+  ``zarr.json`` documents the job's snapshot recorded when it ended, or for a job without one those read live
+  at report time, which ``based_on`` then says; ``analyzers/readers/arrays.py``), the I/O counters (operation
+  sizes, metadata share, files, processes; ``analyzers/metrics.py``, ``timemodel.py``), the Dask task stream
+  (``tasktime.py``), the file system of the files and Lustre striping from LUSTRE records.  A job recorded by
+  ``iodiag run`` around an iodiag workload also has its results record in the job folder, which fills in what
+  counters cannot say (the access pattern); without one the features say so (``based_on``) and only what was
+  measured is used.
 
-Everything here is pure apart from reading a job's results record; nothing prints, scikit-learn is never imported.
+Everything here is pure apart from reading a job's results record (and, for a job without a snapshot or a planned
+run, a read store's metadata); nothing prints, scikit-learn is never imported.
 """
 
 from __future__ import annotations
@@ -116,11 +119,14 @@ def _geometry(shape: Sequence[int], itemsize: int, chunks: Sequence[int] | None)
 
 
 # ----------------------------------------------------------------------------------------------- planned runs
-def planned_features(record: Mapping[str, Any], *, pattern: str | None = None) -> dict[str, Any]:
+def planned_features(record: Mapping[str, Any], *, pattern: str | None = None,
+                     snapshot: Mapping[str, Any] | None = None, cwd: str | None = None) -> dict[str, Any]:
     """Features of one run from its workload results record (convert or read).
 
     For a read record with several patterns, ``pattern`` picks one; without it the pattern that took longest is
-    the job's (the one a change would help most) and the others are listed under ``other_patterns``."""
+    the job's (the one a change would help most) and the others are listed under ``other_patterns``.  A read
+    store's compressor comes from ``snapshot`` (the job's ``meta/snapshot.json``; relative store paths are taken
+    from ``cwd``) when given, else from the store as it is now (``live_metadata`` then names it)."""
     wl = record.get("workload")
     params = dict(record.get("params") or {})
     shape = record.get("shape")
@@ -145,7 +151,11 @@ def planned_features(record: Mapping[str, Any], *, pattern: str | None = None) -
         fmt = str(record.get("format") or "")
         if fmt.startswith("zarr"):
             f["zarr_format"] = int(fmt[-1])
-            meta = _store_meta(params.get("path"), params.get("variable"))
+            meta = record.get("array")  # what the workload saw (records written since issue 25)
+            if not isinstance(meta, Mapping):
+                meta = _store_meta(params.get("path"), params.get("variable"), snapshot, cwd)
+                if meta and snapshot is None:
+                    f["live_metadata"] = [str(params.get("path"))]
             if meta:
                 f["compressor"] = meta.get("compressor", "none")
                 f["dims"] = meta.get("dims")
@@ -160,12 +170,16 @@ def _itemsize(record: Mapping[str, Any]) -> int:
     return 4  # the workloads write float32
 
 
-def _store_meta(path: str | None, variable: str | None) -> dict | None:
-    """The Zarr metadata of a read workload's variable (compressor, format), when the store is still there."""
+def _store_meta(path: str | None, variable: str | None, snapshot: Mapping[str, Any] | None = None,
+                cwd: str | None = None) -> dict | None:
+    """The Zarr metadata of a read workload's variable (compressor, format): from the job's snapshot when
+    given, else from the store when it is still there."""
     if not path or not variable:
         return None
     from ..analyzers.readers.arrays import array_meta
 
+    if snapshot is not None:
+        return array_meta(os.path.join(cwd or "", path, variable), snapshot.get("zarr") or {})
     return array_meta(os.path.join(path, variable))
 
 
@@ -180,6 +194,8 @@ def results_record(folder: str | os.PathLike) -> dict | None:
 
 
 def _job_folder(profile) -> Path | None:
+    if profile.job.folder:  # loaded from its folder: never look the id up in a store (it may be another job's)
+        return Path(profile.job.folder)
     jid = (profile.job.metadata or {}).get("iodiag_job")
     if not jid:
         return None
@@ -213,7 +229,7 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
         folder = _job_folder(profile)
         record = results_record(folder) if folder else None
     if record is not None and record.get("shape"):
-        f = planned_features(record)
+        f = planned_features(record, snapshot=profile.job.snapshot, cwd=(profile.job.metadata or {}).get("cwd"))
     else:
         f = _from_measured(profile, measured)
         if record is not None:
@@ -223,7 +239,23 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
         if measured.get(k) is not None:
             f[k] = measured[k]
     f["missing"] = [k for k in ("workload", "pattern", "array_mb") if f.get(k) is None]
+    live = list(dict.fromkeys(f.pop("live_metadata", []) + live_stores(profile)))
+    if live:
+        f["based_on"] = str(f.get("based_on") or BASED_ON_MEASURED) + live_note(live)
     return f
+
+
+def live_stores(profile) -> list[str]:
+    """The Zarr stores whose metadata this profile read live at report time (a job without a snapshot)."""
+    if profile.job.arrays_from != "live":
+        return []
+    return list(dict.fromkeys(os.path.dirname(a["path"]) for a in profile.job.arrays or []))
+
+
+def live_note(stores: Sequence[str]) -> str:
+    """What ``based_on`` adds when array metadata did not come with the job."""
+    shown = ", ".join(stores[:3]) + (f" and {len(stores) - 3} more" if len(stores) > 3 else "")
+    return f"; array metadata read live from {shown} at report time (not recorded with the job)"
 
 
 def _workload_of_params(params: Mapping[str, Any]) -> str | None:
@@ -280,12 +312,22 @@ def _fs_of(profile, stores: Sequence[str]) -> str | None:
     return max(sorted(set(pick)), key=pick.count) if pick else None
 
 
+def _why_no_arrays(profile) -> str:
+    if profile.job.snapshot is None:  # a job without a snapshot (or logs given directly): the stores as they are now
+        return "the job touched no Zarr store that is still readable here"
+    if not len(profile.files):
+        return "no file-level I/O was recorded"
+    if any(".zarr" in str(p) for p in profile.files["path"].tolist()):
+        return "the job's snapshot holds none of the Zarr arrays it touched"
+    return "the job touched no Zarr array"
+
+
 def _from_measured(profile, measured: Mapping[str, Any]) -> dict[str, Any]:
     """Scenario and setting from measurements alone: the largest Zarr array the job touched and its I/O."""
     f: dict[str, Any] = {"based_on": BASED_ON_MEASURED, "workload": None, "pattern": None}
     arrays = profile.job.arrays or []
     if not arrays:
-        f["why_unknown"] = "no Zarr array metadata (the job touched no Zarr store that is still readable here)"
+        f["why_unknown"] = f"no Zarr array metadata ({_why_no_arrays(profile)})"
         return f
     a = max(arrays, key=lambda x: nbytes(x["shape"], x["itemsize"]))
     f.update(_geometry(a["shape"], a["itemsize"], a["chunks"]))
@@ -324,4 +366,4 @@ def setting_row(workload: str, f: Mapping[str, Any]) -> dict[str, Any]:
 
 __all__ = ["FEATURES_VERSION", "SCENARIO_INPUTS", "SETTING_INPUTS", "LAYOUTS", "BASED_ON_PARAMS",
            "BASED_ON_MEASURED", "job_features", "planned_features", "results_record", "layout_of",
-           "layout_chunks", "chunks_for_mb", "scenario_row", "setting_row"]
+           "layout_chunks", "chunks_for_mb", "scenario_row", "setting_row", "live_stores", "live_note"]

@@ -31,6 +31,7 @@ from ..config import Config
 from ..findings import Finding
 from ..units import fmt_bytes, fmt_pct
 from .chunks import merge_plan, rechunk_plan
+from .features import live_note, live_stores
 from .recommendation import Change, Recommendation
 
 
@@ -639,6 +640,8 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
     ``arg`` change that ``iodiag verify`` can apply; otherwise the change is a snippet or a shell line to paste."""
     cfg = config or Config()
     based = "workload parameters and measured features" if params else "measured features only"
+    stores = live_stores(profile)  # chunk advice plans from the arrays' metadata: say when it was not the job's
+    live = live_note(stores) if stores else ""
     runtime = float(profile.job.runtime_s or 0.0)
     out: list[Recommendation] = []
     seen: set[str] = set()
@@ -688,7 +691,8 @@ def rule_recommendations(profile, findings: Sequence[Finding], config: Config | 
                           and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
         bound = _bound(f, runtime)
         bound["notes"] = rec.notes + bound.get("notes", ())
-        out.append(replace(rec, addresses=tuple(dict.fromkeys(addresses)), based_on=based, **bound))
+        out.append(replace(rec, addresses=tuple(dict.fromkeys(addresses)), **bound,
+                           based_on=based + (live if rec.id in ("chunking", "layout") else "")))
     return out
 
 

@@ -119,7 +119,9 @@ def table_from_sweeps(sweep_dirs: Iterable[str | os.PathLike]) -> list[dict[str,
                 pats = [("conversion", t)]
                 where = params.get("dst") or str(rdir)
             else:
-                am = array_meta(os.path.join(params.get("path", ""), params.get("variable") or "")) or {}
+                # the workload's own record of the array; runs recorded before it kept one: the store as it is now
+                am = (rec.get("array")
+                      or array_meta(os.path.join(params.get("path", ""), params.get("variable") or "")) or {})
                 itemsize = int(am.get("itemsize") or 4)
                 sett = {"compressor": am.get("compressor") or "none",
                         "zarr_format": int(am.get("zarr_format") or str(rec.get("format", "zarr2"))[-1]),

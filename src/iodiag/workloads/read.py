@@ -286,6 +286,7 @@ def read_patterns(*, path: str | Path, variable: str | None = None, patterns: st
         "format": fmt,
         "shape": list(store.shape),
         "chunks": list(store.chunks) if store.chunks else None,
+        "array": _array_record(path, fmt, store.variable),
         "first_access": first,
         "patterns": out,
         "timings_s": {n: v["total_s"] for n, v in out.items()},
@@ -294,6 +295,17 @@ def read_patterns(*, path: str | Path, variable: str | None = None, patterns: st
     record["results_path"] = str(write_record(results_path(results, path.with_name(path.name + ".read.json")),
                                               record))
     return record
+
+
+def _array_record(path: Path, fmt: str, variable: str | None) -> dict[str, Any] | None:
+    """The variable's Zarr metadata as readers parse it (compressor, format, dtype, dimensions), kept in the
+    results record so that features and training tables never need the store again; None for NetCDF/HDF5."""
+    if not fmt.startswith("zarr") or not variable:
+        return None
+    from ..analyzers.readers.arrays import array_meta
+
+    m = array_meta(str(path / variable))
+    return {k: m[k] for k in ("compressor", "zarr_format", "dtype", "itemsize", "dims")} if m else None
 
 
 def _describe(sel: tuple) -> list[str]:

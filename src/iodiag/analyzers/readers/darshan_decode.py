@@ -287,6 +287,24 @@ def _names(handle) -> dict[int, str]:
     return dict(zip(ids, [b.decode("utf-8", "replace") for b in raw]))
 
 
+def log_names(paths: Iterable[str]) -> list[str]:
+    """Every file name the name records of these logs hold (no module is decoded); a log darshan-util cannot
+    open gives none.  What ``iodiag run`` snapshots the metadata of (see ``jobs/snapshot.py``)."""
+    ffi, L = lib()
+    out: dict[str, None] = {}
+    for path in paths:
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            continue
+        handle = L.darshan_log_open(os.fsencode(path))
+        if handle == ffi.NULL:
+            continue
+        try:
+            out.update(dict.fromkeys(_names(handle).values()))
+        finally:
+            L.darshan_log_close(handle)
+    return list(out)
+
+
 _DECODERS = {"LUSTRE": _decode_lustre, "HEATMAP": _decode_heatmap}
 
 

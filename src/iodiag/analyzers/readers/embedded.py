@@ -25,8 +25,9 @@ import numpy as np
 from ..nputil import unique
 from ...collectors.embedded.format import (
     HEADER_DTYPE, HEADER_SIZE, HF_CAPPED, HF_EXEC, HF_EXITED, MAGIC, MODULE_POSIX, MODULE_STDIO,
-    NAME_ENTRY_HEADER, OPC, RECORD_DTYPE, RF_FAILED, RF_MEM_UNALIGNED, RF_OFFSET_UNKNOWN,
+    OPC, RECORD_DTYPE, RF_FAILED, RF_MEM_UNALIGNED, RF_OFFSET_UNKNOWN,
 )
+from ...collectors.embedded.format import read_names as _read_names
 from ...errors import InputNotFound
 from ...profile import OP, OPS_MODULE, JobInfo, JobProfile, LoadIssue, ProgramInfo, Table
 from ..batches import OpsBuilder, OpsSource, chunks, streams
@@ -66,24 +67,6 @@ MEM_ALIGNMENT = 8
 # ---------------------------------------------------------------------------
 # raw trace files
 # ---------------------------------------------------------------------------
-def _read_names(path: Path) -> dict[int, str]:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return {}
-    out: dict[int, str] = {}
-    pos, n = 0, len(data)
-    hsz = NAME_ENTRY_HEADER.itemsize
-    while pos + hsz <= n:
-        h = np.frombuffer(data, dtype=NAME_ENTRY_HEADER, count=1, offset=pos)[0]
-        ln = int(h["len"])
-        if pos + hsz + ln > n:  # the last entry was cut by a kill
-            break
-        out[int(h["id"])] = data[pos + hsz: pos + hsz + ln].decode("utf-8", "surrogateescape")
-        pos += hsz + ln
-    return out
-
-
 def trace_header(path: Path) -> tuple[np.void, int]:
     """(header, number of records to read) of one ``.iot`` trace, without reading the records."""
     size = path.stat().st_size

@@ -56,3 +56,24 @@ HF_CAPPED = 4
 
 MODULE_POSIX = 0
 MODULE_STDIO = 2
+
+
+def read_names(path) -> dict[int, str]:
+    """file id -> path of one ``.names`` file (``u64 id, u32 len, u32 pad, path bytes`` entries); an entry cut
+    by a kill ends the list, an unreadable file gives none."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    out: dict[int, str] = {}
+    pos, n = 0, len(data)
+    hsz = NAME_ENTRY_HEADER.itemsize
+    while pos + hsz <= n:
+        h = np.frombuffer(data, dtype=NAME_ENTRY_HEADER, count=1, offset=pos)[0]
+        ln = int(h["len"])
+        if pos + hsz + ln > n:  # the last entry was cut by a kill
+            break
+        out[int(h["id"])] = data[pos + hsz: pos + hsz + ln].decode("utf-8", "surrogateescape")
+        pos += hsz + ln
+    return out

@@ -8,7 +8,7 @@ and patches, in the program's own interpreter:
 
 - ``xarray.open_dataset`` / ``open_mfdataset`` (when the call asks for Dask chunks) and ``xarray.open_zarr``:
   ``chunks``; ``paths`` redirects a store or file the program opens to another (a rechunked copy);
-- ``xarray.Dataset.chunk``: ``chunks``;
+- ``xarray.Dataset.chunk`` / ``DataArray.chunk`` (and ``open_dataarray`` as ``open_dataset``): ``chunks``;
 - ``xarray.Dataset.to_zarr``: ``chunks`` (the Zarr chunks it writes), ``compressor``, ``zarr_format``;
 - ``distributed.LocalCluster`` (which ``Client()`` makes when given no address): ``workers``, ``threads``.
 
@@ -125,7 +125,9 @@ class _Inside:
 
 
 def _dims_of(ds, n):
-    """The dimensions of the first data variable of rank ``n`` (then of any variable)."""
+    """The dimensions of the first data variable of rank ``n`` (then of any variable); a DataArray's own."""
+    if not hasattr(ds, "data_vars"):
+        return tuple(ds.dims) if ds.ndim == n else None
     for group in (ds.data_vars, ds.variables):
         for v in group.values():
             if v.ndim == n:
@@ -211,21 +213,30 @@ def _patch_xarray(xr, s):
     opener("open_dataset", "filename_or_obj", False)
     opener("open_mfdataset", "paths", False)
     opener("open_zarr", "store", True)
+    opener("open_dataarray", "filename_or_obj", False)
 
     Dataset = xr.Dataset
     orig_chunk, orig_to_zarr = Dataset.chunk, Dataset.to_zarr
 
-    def chunk(self, *args, **kwargs):
-        with _Inside() as outer:
-            want = _mapping(chunks, self) if outer and chunks is not None else None
-            if not want:
-                return orig_chunk(self, *args, **kwargs)
-            asked = args[0] if args else ({k: v for k, v in kwargs.items() if k in self.dims}
-                                          or kwargs.get("chunks"))
-            extra = {k: v for k, v in kwargs.items() if k not in self.dims and k != "chunks"}
-            new = _merged(asked, want)
-            _record(setting="chunks", where="xarray.Dataset.chunk", value=new, asked=asked)
-            return orig_chunk(self, new, *args[1:], **extra)
+    def chunker(cls):
+        orig = cls.chunk
+
+        def chunk(self, *args, **kwargs):
+            with _Inside() as outer:
+                want = _mapping(chunks, self) if outer and chunks is not None else None
+                if not want:
+                    return orig(self, *args, **kwargs)
+                asked = args[0] if args else ({k: v for k, v in kwargs.items() if k in self.dims}
+                                              or kwargs.get("chunks"))
+                extra = {k: v for k, v in kwargs.items() if k not in self.dims and k != "chunks"}
+                new = _merged(asked, want)
+                _record(setting="chunks", where=f"xarray.{cls.__name__}.chunk", value=new, asked=asked)
+                return orig(self, new, *args[1:], **extra)
+
+        chunk.__wrapped__ = orig
+        cls.chunk = chunk
+
+    chunker(xr.DataArray)
 
     def to_zarr(self, *args, **kwargs):
         with _Inside() as outer:
@@ -237,7 +248,8 @@ def _patch_xarray(xr, s):
                 ds, kwargs = _zarr_overrides(ds, kwargs, s, orig_chunk)
             return orig_to_zarr(ds, *args, **kwargs)
 
-    Dataset.chunk, Dataset.to_zarr = chunk, to_zarr
+    chunker(Dataset)
+    Dataset.to_zarr = to_zarr
     _record(event="patched", module="xarray")
 
 
@@ -256,12 +268,22 @@ def _codec(name, zarr_format):
             "blosc": lambda: zc.BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")}[name]()
 
 
-def _default_format():
+def _zarr_major():
     try:
         import zarr
 
-        if int(zarr.__version__.split(".")[0]) < 3:
-            return 2
+        return int(zarr.__version__.split(".")[0])
+    except Exception:  # noqa: BLE001
+        return 3
+
+
+def _default_format():
+    """The Zarr format to_zarr writes when the program does not say."""
+    if _zarr_major() < 3:
+        return 2
+    try:
+        import zarr
+
         return int(zarr.config.get("default_zarr_format", 3))
     except Exception:  # noqa: BLE001
         return 3
@@ -305,7 +327,11 @@ def _zarr_overrides(ds, kwargs, s, orig_chunk):
         for name in ds.data_vars:
             e = enc.setdefault(name, {})
             e.pop("compressor", None)
-            e["compressors"] = (codec,) if codec is not None else None
+            e.pop("compressors", None)
+            if _zarr_major() < 3:  # zarr-python 2: one compressor
+                e["compressor"] = codec
+            else:  # zarr-python 3 takes `compressors` for both formats
+                e["compressors"] = (codec,) if codec is not None else None
             ds[name].encoding.pop("compressor", None)
             ds[name].encoding.pop("compressors", None)
         _record(setting="compressor", where="xarray.Dataset.to_zarr", value=s["compressor"])

@@ -354,6 +354,69 @@ def test_preload_settings_need_a_python_program(tmp_path):
     assert plan.after == plan.before and any("ROMIO_HINTS" in n for n in plan.notes)
 
 
+EXTRACT = """import sys
+import xarray as xr
+
+ds = xr.open_zarr(sys.argv[1])
+print(int(ds["ta"].sizes["time"]), ds["ta"].encoding["chunks"][0])
+"""
+
+
+def test_a_layout_recommendation_is_prepared_once_and_the_script_pointed_at_the_copy(tmp_path, monkeypatch):
+    """A user's script reads a Zarr store chunked (1, ...): the rules' layout change (a rechunked copy, made by
+    an iodiag command) is prepared once, and open_zarr of the old store opens the copy in the after runs (the
+    script prints the chunk length it read: 1 before, 40 after)."""
+    from iodiag.jobs.verify import command_of, plan_verify, run_verify
+    from iodiag.recommend.recommendation import Change, Recommendation
+    from iodiag.reports.verify import verify_result
+    from iodiag.service import _applicable
+    from iodiag.workloads.gen import generate
+
+    generate(out=str(tmp_path / "s.zarr"), format="zarr2", time=40, plev=1, lat=4, lon=8, chunks="1,1,4,8")
+    (tmp_path / "extract.py").write_text(EXTRACT)
+    rec = _record(tmp_path, [PY, "extract.py", "s.zarr"], name="extract")
+    store, copy = str(tmp_path / "s.zarr"), str(tmp_path / "s.rechunked.zarr")
+    layout = Recommendation(id="layout", title="Rechunk the store once", settings={"store_chunks": "40,1,4,8"},
+                            changes=(Change("shell", f"iodiag workload convert --src {store} --dst {copy} --chunks "
+                                                     "40,1,4,8 --cluster sync", "rechunk",
+                                            {"src": store, "dst": copy, "chunks": "40,1,4,8"}),))
+    cmd = command_of(rec)
+    how = _applicable(layout, cmd)
+    assert how["overrides"] == {"paths": {store: copy}} and how["prepare"] and not how["args"]
+    plan = plan_verify(cmd, job=rec.id, prepare=how["prepare"], overrides=how["overrides"])
+    assert Path(copy) in plan.outputs
+    runs = run_verify(plan, reps=2)
+    d = verify_result(runs, recommendation=layout)
+    assert [(a["setting"], a["where"], a["runs"]) for a in d["applied"]] == [("paths", "xarray.open_zarr", 2)]
+    assert d["prepare"] and d["not_applied"] == [] and Path(copy, "ta").is_dir()
+    out = Path(d["log"]).read_text().split()
+    assert out[-4:] == ["40", "1", "40", "40"]  # the last before run read chunks of 1, the last after run of 40
+
+
+HINTS = """import os, sys
+path = os.environ.get("ROMIO_HINTS")
+with open(sys.argv[1], "a") as fh:
+    fh.write(repr((open(path).read() if path else None, os.environ.get("MPICH_MPIIO_HINTS"))) + "\\n")
+"""
+
+
+def test_mpiio_hints_reach_the_after_runs_through_the_environment(tmp_path):
+    """MPI-IO hints: a ROMIO hints file named by ROMIO_HINTS and MPICH_MPIIO_HINTS, in the after runs only."""
+    import ast
+
+    from iodiag.jobs.verify import command_of, plan_verify, run_verify
+
+    (tmp_path / "h.py").write_text(HINTS)
+    rec = _record(tmp_path, [PY, "h.py", str(tmp_path / "seen.txt")], name="h")
+    (tmp_path / "seen.txt").unlink()
+    plan = plan_verify(command_of(rec), job=rec.id, hints={"romio_cb_write": "enable", "cb_nodes": 2},
+                       base_env={k: v for k, v in __import__("os").environ.items() if "HINTS" not in k})
+    run_verify(plan, reps=2)
+    seen = [ast.literal_eval(x) for x in (tmp_path / "seen.txt").read_text().splitlines()]
+    assert seen[0::2] == [(None, None)] * 2
+    assert seen[1::2] == [("romio_cb_write enable\ncb_nodes 2\n", "*:romio_cb_write=enable:cb_nodes=2")] * 2
+
+
 @pytest.mark.slow
 def test_verify_last_applies_the_top_recommendation_to_an_unmodified_script(tmp_path, monkeypatch):
     """No --set: a 1-step-chunk conversion by the user's script (embedded collector) is advised to use bigger

@@ -248,6 +248,8 @@ def test_verify_runs_the_program_for_the_timed_runs_only(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="cannot write there"):
         verify_job(target=rec.id, config=Config(), reps=3, positional=["4=9"],
                    outputs=[str(tmp_path / "afile" / "v.html")])
+    with pytest.raises(UsageError, match="afile/o.dat: cannot write there"):  # an output the program would make
+        verify_job(target=rec.id, config=Config(), reps=3, positional=["3=afile/o.dat"])
     assert len(_calls(log)) == 2 * 3  # none of the refused verifies started the program
     d = verify_job(target=rec.id, config=Config(), reps=2, after=f"{PY} probe.py --alpha 2 other.dat 7")
     assert _calls(log)[-1] == ["probe.py", "--alpha", "2", "other.dat", "7"] and len(_calls(log)) == 10

@@ -53,6 +53,8 @@ PRELOAD_WHERE = {"chunks": "xarray open_dataset/open_mfdataset (with chunks)/ope
                  "paths": "xarray open_dataset/open_mfdataset/open_zarr"}
 _DROP_ENV = re.compile(r"^(DARSHAN_\w+|DXT_\w+|IODIAG_\w+|LD_PRELOAD|DASK_DISTRIBUTED__CLIENT__PRELOAD|"
                        r"DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__\w+)$")
+_DATA_PATH = re.compile(r"(/|\.(zarr|nc|nc4|h5|hdf5|he5|grib2?|bin|dat|out|csv|json|txt|html|png|npy|npz|parquet))$",
+                       re.I)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
@@ -312,6 +314,11 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
                      "MPICH_MPIIO_HINTS (Cray MPICH); whether the MPI library took them is not observed "
                      "(MPICH_MPIIO_HINTS_DISPLAY=1 prints them on Cray)")
     outs = list(scratch) + [Path(cmd.cwd, str(o)) for o in outputs]
+    # the program's own outputs are its business, but an argument naming a path that does not exist yet is one it
+    # is likely to create: its folder must be writable (checked now, not after the first runs)
+    for a in dict.fromkeys(before[max(cmd.start - 1, 1):] + after_argv[max(cmd.start - 1, 1):]):
+        if _DATA_PATH.search(a) and not a.startswith("-") and "=" not in a and not Path(cmd.cwd, a).exists():
+            outs.append(Path(cmd.cwd, a))
     for o in outputs:
         if Path(cmd.cwd, str(o)).is_dir():
             raise UsageError(f"{o}: is a folder, not a file to write", hint="give a file name, e.g. verify.html")

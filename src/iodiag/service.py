@@ -186,9 +186,10 @@ def _applicable(rec, cmd) -> dict[str, Any] | None:
                 prepare.append(c.text)
                 if "--path" not in args:  # the program opens the store itself: point it at the copy
                     overrides["paths"] = {str(Path(cmd.cwd, c.value["src"])): str(Path(cmd.cwd, c.value["dst"]))}
-    if py:
-        overrides.update({k: rec.settings[k] for k in PRELOAD_SETTINGS if k in rec.settings and k not in covered
-                          and rec.id != "layout"})
+    # a store's layout (the rules' "layout", the tree's read advice with its chunk_layout) is a rewrite of the
+    # store, not Dask chunks at open: only a prepared copy applies it (above)
+    if py and rec.id != "layout" and "chunk_layout" not in rec.settings:
+        overrides.update({k: rec.settings[k] for k in PRELOAD_SETTINGS if k in rec.settings and k not in covered})
     if not (args or env or hints or prepare or overrides):
         return None
     return {"args": args, "env": env, "hints": hints, "prepare": prepare, "overrides": overrides}

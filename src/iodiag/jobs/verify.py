@@ -306,6 +306,9 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
         for e in (env_before, env_after):
             e["PYTHONPATH"] = str(SITE_DIR) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
         env_after[OVERRIDES_VAR] = json.dumps(overrides)
+        notes.append(f"settings applied inside the program by iodiag's preload: {SITE_DIR} first on PYTHONPATH of "
+                     f"both sides (the same start-up), the settings in {OVERRIDES_VAR} of the after side; the "
+                     "program itself is not edited")
         changed += [f"{k} (applied in the program at {PRELOAD_WHERE.get(k, k)})" for k in overrides]
     if hints:
         env_after["MPICH_MPIIO_HINTS"] = "*:" + ":".join(f"{k}={v}" for k, v in hints.items())

@@ -6,10 +6,10 @@ command-line flags (only those on the recorded command line, or in an iodiag wor
 never run to ask it), positional values (``argv[N]``), environment variables, MPI-IO hints (a ROMIO hints file
 and ``MPICH_MPIIO_HINTS``), xarray/Dask/Zarr settings applied inside an unmodified Python program by the
 ``collectors/verify_site`` preload, an explicit changed command, and shell commands to run once before (e.g.
-making a rechunked copy of a store).  :func:`run_verify` checks every output path, then runs them A B A B ... (``reps`` each, so drifting load hits both
-alike), times each run (wall seconds, CPU seconds of the process tree, and the workload's own timed section when
-it writes an iodiag results record), and :func:`speedup_band` turns paired runs into a speedup with a confidence
-band against the run-to-run noise.
+making a rechunked copy of a store).  :func:`run_verify` checks every output path, then runs them A B A B ...
+(``reps`` each, so drifting load hits both alike), times each run (wall seconds, CPU seconds of the process
+tree, and the workload's own timed section when it writes an iodiag results record), and :func:`speedup_band`
+turns paired runs into a speedup with a confidence band against the run-to-run noise.
 
 This module knows nothing of recommendations: it takes settings as data.  Runs go without a collector (no
 Darshan, no Dask capture), so what is measured is the workload, not the instrumentation.  Outputs a known iodiag

@@ -360,7 +360,7 @@ EXTRACT = """import sys
 import xarray as xr
 
 ds = xr.open_zarr(sys.argv[1])
-print(int(ds["ta"].sizes["time"]), ds["ta"].encoding["chunks"][0])
+print(f"store={ds['ta'].encoding['chunks'][0]} dask={ds['ta'].chunks[0][0]}")
 """
 
 
@@ -391,8 +391,15 @@ def test_a_layout_recommendation_is_prepared_once_and_the_script_pointed_at_the_
     d = verify_result(runs, recommendation=layout)
     assert [(a["setting"], a["where"], a["runs"]) for a in d["applied"]] == [("paths", "xarray.open_zarr", 2)]
     assert d["prepare"] and d["not_applied"] == [] and Path(copy, "ta").is_dir()
-    out = Path(d["log"]).read_text().split()
-    assert out[-4:] == ["40", "1", "40", "40"]  # the last before run read chunks of 1, the last after run of 40
+    out = [x for x in Path(d["log"]).read_text().split() if x.startswith(("store=", "dask="))]
+    assert out == ["store=1", "dask=1", "store=40", "dask=40"] * 2  # before: chunks of 1; after: the copy's 40
+    # the issue's case: Dask chunks at open_zarr of the unchanged store (--set chunks on a script reading Zarr)
+    plan = plan_verify(cmd, job=rec.id, overrides={"chunks": "time=20"})
+    d = verify_result(run_verify(plan, reps=2))
+    assert [(a["setting"], a["where"], a["value"]) for a in d["applied"]] == [("chunks", "xarray.open_zarr",
+                                                                             {"time": 20})]
+    out = [x for x in Path(d["log"]).read_text().split() if x.startswith(("store=", "dask="))]
+    assert out == ["store=1", "dask=1", "store=1", "dask=20"] * 2
 
 
 HINTS = """import os, sys

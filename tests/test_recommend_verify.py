@@ -393,6 +393,23 @@ def test_a_layout_recommendation_is_prepared_once_and_the_script_pointed_at_the_
     assert d["prepare"] and d["not_applied"] == [] and Path(copy, "ta").is_dir()
     out = [x for x in Path(d["log"]).read_text().split() if x.startswith(("store=", "dask="))]
     assert out == ["store=1", "dask=1", "store=40", "dask=40"] * 2  # before: chunks of 1; after: the copy's 40
+    # the trained tree's read advice (a store rewrite: chunks, compressor, format) is made the same way, from the
+    # arrays the job read
+    from iodiag.analyzers.readers.arrays import read_array_meta
+
+    tree = Recommendation(id="chunking", title="Rewrite the store", source="tree",
+                          settings={"chunk_layout": "block", "chunks": (20, 1, 4, 8), "compressor": "zstd",
+                                    "zarr_format": 3, "chunk_mb": 0.003})
+    arrays = read_array_meta([str(tmp_path / "s.zarr" / "ta" / ".zarray")])
+    how = _applicable(tree, cmd, arrays)
+    rewritten = str(tmp_path / "s.rewritten.zarr")
+    assert how["overrides"] == {"paths": {store: rewritten}} and "chunks" not in how["overrides"]
+    assert how["prepare"] == [f"iodiag workload convert --src {store} --dst {rewritten} --chunks 20,1,4,8 "
+                              "--compressor zstd --zarr-format 3 --cluster sync"]
+    d = verify_result(run_verify(plan_verify(cmd, job=rec.id, prepare=how["prepare"], overrides=how["overrides"]),
+                                 reps=2))
+    out = [x for x in Path(d["log"]).read_text().split() if x.startswith(("store=", "dask="))]
+    assert out == ["store=1", "dask=1", "store=20", "dask=20"] * 2 and Path(rewritten, "ta", "zarr.json").is_file()
     # the case: Dask chunks at open_zarr of the unchanged store (--set chunks on a script reading Zarr)
     plan = plan_verify(cmd, job=rec.id, overrides={"chunks": "time=20"})
     d = verify_result(run_verify(plan, reps=2))

@@ -165,10 +165,29 @@ def parse_positional(items: list[str] | tuple[str, ...]) -> dict[int, str]:
     return out
 
 
-def _applicable(rec, cmd) -> dict[str, Any] | None:
+def _store_rewrite(rec, arrays) -> tuple[str, str, str] | None:
+    """(command, store, copy) making a rewritten copy of the store a read job read, for a recommendation that is a
+    store layout with concrete chunks (the trained tree's read advice: chunks, compressor, Zarr format); None when
+    it is not one, or the job's arrays are not known."""
+    import shlex
+
+    ch = rec.settings.get("chunks")
+    zarrs = [a for a in arrays or () if ".zarr" in str(a.get("path"))]
+    if "chunk_layout" not in rec.settings or not ch or not zarrs:
+        return None
+    store = str(zarrs[0]["path"]).split(".zarr", 1)[0] + ".zarr"  # the largest array's store
+    copy = store[: -len(".zarr")] + ".rewritten.zarr"
+    cmd = (f"iodiag workload convert --src {shlex.quote(store)} --dst {shlex.quote(copy)} --chunks "
+           f"{','.join(str(int(c)) for c in ch)} --compressor {rec.settings.get('compressor', 'none')} "
+           f"--zarr-format {int(rec.settings.get('zarr_format', 2))} --cluster sync")
+    return cmd, store, copy
+
+
+def _applicable(rec, cmd, arrays=None) -> dict[str, Any] | None:
     """How verify applies recommendation ``rec`` to the recorded command without editing the program: flags it
-    shows, environment variables, MPI-IO hints, a rechunked copy (prepared once) the program is pointed at, and
-    the xarray/Dask settings the preload applies inside a Python program.  None when nothing applies."""
+    shows, environment variables, MPI-IO hints, a rechunked or rewritten copy of the store (prepared once) the
+    program is pointed at, and the xarray/Dask settings the preload applies inside a Python program.  ``arrays``:
+    the job's Zarr arrays (``profile.job.arrays``).  None when nothing applies."""
     from .jobs.verify import PRELOAD_SETTINGS, _known_flags, is_python
 
     takes = (lambda f: f in _known_flags(cmd.workload)) if cmd.workload else (lambda f: f[2:].replace("-", "_") in cmd.params)
@@ -180,12 +199,20 @@ def _applicable(rec, cmd) -> dict[str, Any] | None:
     if "chunk_mb" in covered:
         covered.add("chunks")
     py = is_python(cmd) and not cmd.workload
-    for c in rec.changes:
-        if c.kind == "shell" and c.name == "rechunk" and isinstance(c.value, dict):
-            if "--path" in args or py:
-                prepare.append(c.text)
-                if "--path" not in args:  # the program opens the store itself: point it at the copy
-                    overrides["paths"] = {str(Path(cmd.cwd, c.value["src"])): str(Path(cmd.cwd, c.value["dst"]))}
+    copies = [(c.text, c.value["src"], c.value["dst"]) for c in rec.changes
+              if c.kind == "shell" and c.name == "rechunk" and isinstance(c.value, dict)]
+    rewrite = _store_rewrite(rec, arrays)
+    if rewrite is not None and not copies:
+        copies.append(rewrite)
+    for text, src, dst in copies:
+        if "--path" in args or py or (rewrite is not None and takes("--path")):
+            prepare.append(text)
+            if "--path" in args:
+                continue
+            if takes("--path"):  # iodiag's read workload: its flag
+                args["--path"] = dst
+            else:  # the program opens the store itself: point it at the copy
+                overrides["paths"] = {str(Path(cmd.cwd, src)): str(Path(cmd.cwd, dst))}
     # a store's layout (the rules' "layout", the tree's read advice with its chunk_layout) is a rewrite of the
     # store, not Dask chunks at open: only a prepared copy applies it (above)
     if py and rec.id != "layout" and "chunk_layout" not in rec.settings:
@@ -235,7 +262,8 @@ def verify_job(*, target: str, config: Config, reps: int = 5, sets: list[str] | 
         adv = advise_profile(profile=load_target(target=record.id, config=config).profile, config=config,
                              home=Path(record.path), model_path=model_path, strict=model_path is not None)
         have = [r for r in adv.recommendations if r.abstain is None]
-        pick = next(((r, how) for r in have for how in [_applicable(r, cmd)] if how is not None), None)
+        arrays = adv.profile.job.arrays
+        pick = next(((r, how) for r in have for how in [_applicable(r, cmd, arrays)] if how is not None), None)
         if pick is None:
             raise UsageError(f"job {record.id}: no recommendation can be applied without editing the program"
                              + (f" (the top one, {have[0].id}, is {', '.join(sorted({c.kind for c in have[0].changes})) or 'text only'})"

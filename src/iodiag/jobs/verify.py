@@ -309,7 +309,7 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
         notes.append(f"settings applied inside the program by iodiag's preload: {SITE_DIR} first on PYTHONPATH of "
                      f"both sides (the same start-up), the settings in {OVERRIDES_VAR} of the after side; the "
                      "program itself is not edited")
-        changed += [f"{k} (applied in the program at {PRELOAD_WHERE.get(k, k)})" for k in overrides]
+        changed += [f"{k} (set inside the program at {PRELOAD_WHERE.get(k, k)})" for k in overrides]
     if hints:
         env_after["MPICH_MPIIO_HINTS"] = "*:" + ":".join(f"{k}={v}" for k, v in hints.items())
         changed.append("MPI-IO hints " + ", ".join(f"{k}={v}" for k, v in hints.items()))

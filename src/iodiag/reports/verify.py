@@ -101,7 +101,7 @@ def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
     what = f"{rec['title']} ({'trained tree' if rec.get('source') == 'tree' else 'rules'})" if rec else \
         "settings given by hand: " + " ".join(d["settings_by_hand"])
     con.print(f"iodiag verify — job {d['job']}", style="bold")
-    say(f"applied: {what}")
+    say(f"verifies: {what}")
     say(f"before:  {d['before']['command']}")
     say(f"after:   {d['after']['command']}")
     for k, v in (d["after"].get("env") or {}).items():
@@ -117,20 +117,20 @@ def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
         say(f"prepared once ({p['wall_s']:.2f} s, not in the after times): {p['command']}")
     say(f"{d['reps']} runs per side, interleaved {d['order']}", style="dim")
     con.print()
-    t = Table(title="Before / after (medians)", title_justify="left", show_edge=False)
-    for c in ("metric", "before", "after", "speedup", "95 % band", "noise A/B"):
-        t.add_column(c, justify="left" if c == "metric" else "right", no_wrap=True)
-    for key, s in d["speedup"].items():
-        t.add_row(_SHORT.get(key, key), f"{s['median_before_s']:.3f} s", f"{s['median_after_s']:.3f} s",
-                  f"{s['estimate']:.2f}x", f"{s['low']:.2f}-{s['high']:.2f}x",
-                  f"±{100 * s['noise_before']:.0f}/±{100 * s['noise_after']:.0f} %")
-    con.print(t)
+    if d["speedup"]:
+        t = Table(title="Before / after (medians)", title_justify="left", show_edge=False)
+        for c in ("metric", "before", "after", "speedup", "95 % band", "noise A/B"):
+            t.add_column(c, justify="left" if c == "metric" else "right", no_wrap=True)
+        for key, s in d["speedup"].items():
+            t.add_row(_SHORT.get(key, key), f"{s['median_before_s']:.3f} s", f"{s['median_after_s']:.3f} s",
+                      f"{s['estimate']:.2f}x", f"{s['low']:.2f}-{s['high']:.2f}x",
+                      f"±{100 * s['noise_before']:.0f}/±{100 * s['noise_after']:.0f} %")
+        con.print(t)
     main = d["speedup"].get(d["primary"])
     if main:
         con.print()
         say(f"Verdict: {main['verdict']} — {main['label']} {_band(main)}", indent=0, hang=2, style="bold")
     elif d.get("not_applied"):
-        con.print()
         say(f"Verdict: not applied ({', '.join(d['not_applied'])}) — no speedup to report", indent=0, hang=2,
             style="bold")
     for n in d.get("notes") or []:

@@ -458,6 +458,14 @@ def test_verify_last_applies_the_top_recommendation_to_an_unmodified_script(tmp_
     res = run_job(RunOptions(command=[PY, "convert.py", "in.nc", "out.zarr", "1"], collector="embedded",
                              dask=False, name="uc", store=str(tmp_path / "store")), cwd=str(tmp_path))
     monkeypatch.setenv("IODIAG_HOME", str(tmp_path / "store"))
+    # what the job is advised: its xarray snippet reads back the same from terminal and JSON, and compiles
+    from iodiag.service import advise_profile, load_target
+    from test_recommend_paste import _same_everywhere
+
+    adv = advise_profile(profile=load_target(target=res.record.id, config=Config()).profile, config=Config(),
+                         home=Path(res.record.path))
+    snippets = _same_everywhere([json.loads(json.dumps(r.to_dict())) for r in adv.recommendations])
+    assert snippets and all(compile(src, "<snippet>", "exec") for src in snippets)
     d = verify_job(target=res.record.id, config=Config(), reps=2)
     assert d["recommendation"]["id"] == "chunking" and not d["not_applied"]
     assert any(a["setting"] == "chunks" and a["where"] == "xarray.open_dataset" for a in d["applied"])

@@ -59,6 +59,9 @@ def _recommend(job: str, env: dict, cwd: Path) -> tuple[dict, str]:
     raise SystemExit(f"recommend {job} failed:\n{r.stderr[-2000:]}")
 
 
+KEEP_FROM = "<!-- user-scripts: kept when this script regenerates the part above -->"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
@@ -95,7 +98,11 @@ def main() -> int:
         print(f"{key}: {d['speedup'].get('wall_s', {}).get('estimate', float('nan')):.2f}x wall", file=sys.stderr)
     # every case measured in this work folder (a re-run of one case keeps the others' figures)
     rows = [json.loads((work / f"row-{k}.json").read_text()) for k in CASES if (work / f"row-{k}.json").exists()]
-    Path(a.out).write_text(_markdown(rows, a.reps))
+    out = Path(a.out)
+    kept = ""  # the section on users' own scripts (made by its own commands) is kept as it is
+    if out.is_file() and KEEP_FROM in out.read_text():
+        kept = "\n" + out.read_text()[out.read_text().index(KEEP_FROM):]
+    out.write_text(_markdown(rows, a.reps) + kept)
     print(f"wrote {a.out} (work folder {work})", file=sys.stderr)
     return 0
 

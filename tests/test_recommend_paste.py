@@ -116,3 +116,198 @@ def test_every_width_keeps_every_shell_command(name):
             joined = " ".join([shown[0]] + [x.lstrip(" ") for x in shown[1:]]).replace(" \\ ", " ")
             assert joined == line, (width, shown)
             _bash_n("\n".join([shown[0].split(": ", 1)[1]] + shown[1:]) + "\n")
+
+
+# ------------------------------------------------------------------- code snippets: JSON, terminal and HTML alike
+C_MARKS = ("H5P", "H5D", "MPI_", "ncmpi_", "nc_", "setvbuf", "pread(", "write(fd", "/*", ";")
+
+
+def _is_python(text: str) -> bool:
+    """The rules' snippets are Python (xarray, open(...)) or C (HDF5, MPI-IO, PnetCDF, stdio calls)."""
+    return not any(m in text for m in C_MARKS)
+
+
+def _corpus_reports() -> list[tuple[str, dict, object, list]]:
+    """(log, report dict as JSON gives it back, profile, findings) of every log in the corpus that loads."""
+    import csv
+
+    from conftest import CORPUS
+
+    path = CORPUS / "MANIFEST.tsv"
+    if not path.is_file():
+        pytest.skip("MANIFEST.tsv not found")
+    out = []
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    for row in rows:
+        try:
+            prof = load_job([str(CORPUS / row["path"])], config=Config())
+        except Exception:  # noqa: BLE001 - damaged logs are other tests' business
+            continue
+        findings, rep = diagnose_report(profile=prof, config=Config())
+        out.append((row["path"], json.loads(render_json(rep)), prof, findings))
+    return out
+
+
+def _workload_recommendations() -> list[dict]:
+    """What the shipped model recommends for every scenario measured to train it (real conversions and reads by
+    iodiag's workloads): its changes include the multi-line xarray snippets."""
+    import csv
+
+    from iodiag.recommend.engine import load_tree
+    from iodiag.recommend.train import SHIPPED_TABLE
+
+    model, why = load_tree()
+    if model is None:
+        pytest.skip(f"no trained model: {why}")
+    seen, out = set(), []
+    with open(SHIPPED_TABLE) as fh:
+        for row in csv.DictReader(fh):
+            key = (row["workload"], row["scenario"], row["setting"])
+            if key in seen:
+                continue
+            seen.add(key)
+            shape = [int(x) for x in row["shape"].split("x")]
+            f = {"workload": row["workload"], "pattern": row["pattern"], "array_mb": float(row["array_mb"]),
+                 "n_lead": float(row["n_lead"]), "step_mb": float(row["step_mb"]), "shape": shape,
+                 "itemsize": int(row["itemsize"]), "dims": ["time", "plev", "lat", "lon"][: len(shape)],
+                 "chunk_mb": float(row["chunk_mb"]), "layout": row["layout"], "compressor": row["compressor"],
+                 "zarr_format": int(row["zarr_format"]), "workers": int(row["workers"]),
+                 "chunk_mb_target": float(row["chunk_mb_target"]) if row["chunk_mb_target"] else None}
+            rec = model.advise(f)
+            if rec.abstain is None and rec.changes:
+                out.append(json.loads(json.dumps(rec.to_dict())))
+    return out
+
+
+def _terminal_snippets(text: str) -> list[str]:
+    """The code changes of a terminal "What to change" as a user copies them: a one-line change after its
+    ``code:`` label; a block: the lines under a bare ``code:`` label, dedented."""
+    import textwrap
+
+    lines = text.split("\n")
+    out, i = [], 0
+    label = f"{CHANGE_INDENT}{change_label('snippet')}:"
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line == label:
+            block = []
+            while i < len(lines) and (lines[i].startswith(CHANGE_HANG) or lines[i] == ""):
+                block.append(lines[i])
+                i += 1
+            while block and block[-1] == "":
+                block.pop()
+            out.append(textwrap.dedent("\n".join(block)))
+        elif line.startswith(label + " "):
+            out.append(line[len(label) + 1:])
+    return out
+
+
+def _html_snippets(page: str) -> list[str]:
+    """The text of every ``<pre class="change" data-kind="snippet">`` of a page, as a browser copies it."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.out, self.cur = [], None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "pre" and a.get("class") == "change" and a.get("data-kind") == "snippet":
+                self.cur = []
+
+        def handle_data(self, data):
+            if self.cur is not None:
+                self.cur.append(data)
+
+        def handle_endtag(self, tag):
+            if tag == "pre" and self.cur is not None:
+                self.out.append("".join(self.cur))
+                self.cur = None
+
+    p = P()
+    p.feed(page)
+    return p.out
+
+
+def _json_snippets(recs: list[dict]) -> list[str]:
+    return [c["text"] for r in recs if r.get("abstain") is None for c in r.get("changes") or []
+            if c["kind"] == "snippet"]
+
+
+def _same_everywhere(recs: list[dict], page: str | None = None) -> list[str]:
+    """The snippets of ``recs`` read back from the terminal report's section, ``iodiag recommend`` (at 80 and
+    200 columns) and, given, an HTML page: each must be the JSON's text exactly."""
+    from iodiag.reports.advice import render_recommendations
+
+    want = _json_snippets(recs)
+    for width in (80, 200):
+        rec_text = render_recommendations(recs, job="j", width=width)
+        assert _terminal_snippets(rec_text) == want, (width, rec_text)
+    if page is not None:
+        assert _html_snippets(page) == want
+    return want
+
+
+def test_every_snippet_of_the_corpus_survives_json_terminal_and_html_and_compiles():
+    """Every corpus log's report: the code changes read back from the terminal report (80 columns), from
+    ``iodiag recommend`` and from the HTML page are the JSON's text exactly, and every Python one compiles."""
+    from iodiag.reports.html import render_html
+
+    python = []
+    for path, rep, prof, findings in _corpus_reports():
+        want = _json_snippets(rep.get("recommendations") or [])
+        assert _terminal_snippets(render_terminal(rep, color=False, width=80)) == want, path
+        if not want:
+            continue
+        _same_everywhere(rep["recommendations"], render_html(prof, findings, report=rep))
+        python += [(path, s) for s in want if _is_python(s)]
+    assert python, "no corpus log gets a Python snippet any more: pick other logs"
+    for path, src in python:
+        compile(src, f"<snippet of {path}>", "exec")
+
+
+def test_multi_line_snippets_of_the_workloads_keep_their_lines_everywhere_and_compile():
+    """The model's advice for every measured workload scenario: its xarray snippets are several lines; in the
+    terminal they are a block under ``code:`` (newlines, indentation kept), in the HTML a ``<pre>``, in the
+    JSON the text; read back from each, every one compiles."""
+    from iodiag.reports.html import render_html
+
+    recs = _workload_recommendations()
+    want = _json_snippets(recs)
+    multi = [s for s in want if "\n" in s]
+    assert multi, "the model no longer gives a multi-line snippet: the test lost its subject"
+    prof = load_job([str(corpus_path(LOGS["imbalanced"]))], config=Config())
+    findings, rep = diagnose_report(profile=prof, config=Config())
+    rep = json.loads(render_json(rep))
+    rep["recommendations"] = recs
+    page = render_html(prof, findings, report=rep)
+    assert _same_everywhere(recs, page) == want
+    term = render_terminal(rep, color=False, width=80)
+    assert _terminal_snippets(term) == want and "?" not in "".join(_terminal_snippets(term))
+    for src in want:
+        assert _is_python(src)
+        compile(src, "<workload snippet>", "exec")
+
+
+def test_code_keeps_newlines_and_indentation_only_other_control_characters_go():
+    """A snippet with an indented block, a tab and an escape sequence: the newline and indentation survive in
+    the terminal, the HTML and the JSON; the escape is shown as "?" in the terminal and the page (JSON escapes it)."""
+    from iodiag.reports.advice import recommendation_lines
+    from iodiag.reports.html import environment
+    from iodiag.reports.textout import clean_code
+
+    code = "for v in ds.data_vars:\n    if ds[v].ndim == 4:\n\tprint(v)  # \x1b[31mred\x1b[0m\n"
+    rec = {"id": "x", "title": "t", "changes": [{"kind": "snippet", "text": code, "name": "", "value": None}],
+           "abstain": None, "addresses": [], "based_on": "", "source": "rules"}
+    lines = [t for t, _ in recommendation_lines([rec], width=80)]
+    i = lines.index(f"{CHANGE_INDENT}code:")
+    assert lines[i + 1:i + 4] == [CHANGE_HANG + "for v in ds.data_vars:", CHANGE_HANG + "    if ds[v].ndim == 4:",
+                                  CHANGE_HANG + "        print(v)  # ?[31mred?[0m"]
+    assert "\x1b" not in "".join(lines)
+    page = environment().from_string('<pre class="change" data-kind="snippet">{{ t | code }}</pre>').render(t=code)
+    assert _html_snippets(page) == [code.replace("\x1b", "?")]
+    assert clean_code(code).count("\n") == 3 and "\t" in clean_code(code)
+    assert json.loads(json.dumps(code)) == code

@@ -1,18 +1,21 @@
 """``iodiag verify``: re-run a recorded workload as it was and with changed settings, interleaved, and measure.
 
 A job recorded by ``iodiag run`` keeps its command, working folder and the environment variables that matter
-(``job.json``).  :func:`plan_verify` turns that command plus plain settings (command-line flags and environment
-variables to change, shell commands to run once before: e.g. making a rechunked copy of a store) into the two
-commands to compare; :func:`run_verify` runs them A B A B ... (``reps`` each, so drifting load hits both
-alike), times each run (wall seconds, CPU seconds of the process tree, and the workload's own timed section when
-it writes an iodiag results record), and :func:`speedup_band` turns paired runs into a speedup with a confidence
-band against the run-to-run noise.
+(``job.json``).  :func:`plan_verify` turns that command plus plain settings into the two commands to compare:
+command-line flags (only those on the recorded command line, or in an iodiag workload's PARAMS: the program is
+never run to ask it), positional values (``argv[N]``), environment variables, MPI-IO hints (a ROMIO hints file
+and ``MPICH_MPIIO_HINTS``), xarray/Dask/Zarr settings applied inside an unmodified Python program by the
+``collectors/verify_site`` preload, an explicit changed command, and shell commands to run once before (e.g.
+making a rechunked copy of a store).  :func:`run_verify` checks every output path, then runs them A B A B ...
+(``reps`` each, so drifting load hits both alike), times each run (wall seconds, CPU seconds of the process
+tree, and the workload's own timed section when it writes an iodiag results record), and :func:`speedup_band`
+turns paired runs into a speedup with a confidence band against the run-to-run noise.
 
 This module knows nothing of recommendations: it takes settings as data.  Runs go without a collector (no
 Darshan, no Dask capture), so what is measured is the workload, not the instrumentation.  Outputs a known iodiag
 workload writes (``--dst``/``--out``) go to scratch paths next to the original (same file system) and are removed
-afterwards; a foreign script's outputs are rewritten as the script decides (said in the notes).  Nothing here
-prints; ``progress`` is called after each run.
+afterwards; a foreign script's outputs are rewritten as the script decides (said in the notes).  The program is
+executed for the timed runs and for nothing else.  Nothing here prints; ``progress`` is called after each run.
 """
 
 from __future__ import annotations
@@ -39,8 +42,19 @@ from .store import JobRecord
 SCHEMA = "iodiag.verify/1"
 MIN_REPS = 2
 OUTPUT_PARAMS = ("dst", "out")  # iodiag workload parameters naming what the run writes
+SITE_DIR = Path(__file__).resolve().parents[1] / "collectors" / "verify_site"  # its sitecustomize.py: the preload
+OVERRIDES_VAR, RECORD_VAR = "IODIAG_VERIFY_OVERRIDES", "IODIAG_VERIFY_RECORD"
+# settings the preload applies inside a Python program (see collectors/verify_site/sitecustomize.py)
+PRELOAD_SETTINGS = ("chunks", "workers", "threads", "compressor", "zarr_format")
+PRELOAD_WHERE = {"chunks": "xarray open_dataset/open_mfdataset (with chunks)/open_zarr, Dataset.chunk, to_zarr",
+                 "workers": "distributed.LocalCluster (Client() without an address)",
+                 "threads": "distributed.LocalCluster (Client() without an address)",
+                 "compressor": "Dataset.to_zarr", "zarr_format": "Dataset.to_zarr",
+                 "paths": "xarray open_dataset/open_mfdataset/open_zarr"}
 _DROP_ENV = re.compile(r"^(DARSHAN_\w+|DXT_\w+|IODIAG_\w+|LD_PRELOAD|DASK_DISTRIBUTED__CLIENT__PRELOAD|"
                        r"DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__\w+)$")
+_DATA_PATH = re.compile(r"(/|\.(zarr|nc|nc4|h5|hdf5|he5|grib2?|bin|dat|out|csv|json|txt|html|png|npy|npz|parquet))$",
+                       re.I)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
@@ -140,16 +154,6 @@ def _without_flag(argv: list[str], start: int, flag: str) -> list[str]:
     return out
 
 
-def _help_mentions(cmd: WorkloadCommand, flag: str, env: Mapping[str, str]) -> bool:
-    """Whether the script's ``--help`` names ``flag`` (a foreign script, flag not on its recorded command line)."""
-    try:
-        r = subprocess.run(list(cmd.argv[: cmd.start]) + ["--help"], cwd=cmd.cwd, env=dict(env), capture_output=True,
-                           text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return re.search(rf"(^|[\s,\[]){re.escape(flag)}([\s=,\]]|$)", r.stdout + r.stderr, re.M) is not None
-
-
 def _with_flag(argv: list[str], start: int, flag: str, value: Any) -> list[str]:
     out = list(argv)
     for i in range(start, len(out)):
@@ -167,6 +171,35 @@ def _with_flag(argv: list[str], start: int, flag: str, value: Any) -> list[str]:
     return out + ([flag] if value is True else [flag, str(value)])
 
 
+def is_python(cmd: WorkloadCommand) -> bool:
+    """Whether the program is a Python interpreter (the preload can apply settings inside it)."""
+    head = cmd.argv[: max(cmd.start, 1)]
+    return any(os.path.basename(a).startswith("python") or a.endswith(".py") or a == "-m" for a in head)
+
+
+def parse_value(name: str, text: Any) -> Any:
+    """A preload setting's value from its text: ``chunks`` ``24,10,90,180`` (a list, matched to the dims in the
+    program) or ``time=24,plev=10`` (a mapping); ``workers``/``threads``/``zarr_format`` integers."""
+    if not isinstance(text, str):
+        if name == "chunks" and isinstance(text, (list, tuple)):
+            return [int(x) for x in text]
+        return text
+    t = text.strip().strip("()[]{}")
+    try:
+        if name == "chunks":
+            if "=" in t or ":" in t:
+                pairs = [p.replace(":", "=").split("=", 1) for p in t.split(",") if p.strip()]
+                return {k.strip().strip("'\""): int(v) for k, v in pairs}
+            return [int(x) for x in t.split(",") if x.strip()]
+        if name in ("workers", "threads", "zarr_format"):
+            return int(t)
+    except ValueError:
+        raise UsageError(f"{name}={text}: not a valid value",
+                         hint="chunks=24,10,90,180 or chunks=time=24,plev=10; workers, threads, zarr_format: integers")\
+            from None
+    return t
+
+
 @dataclass
 class VerifyPlan:
     job: str
@@ -179,18 +212,32 @@ class VerifyPlan:
     scratch: list[Path]  # outputs to remove afterwards
     results_record: bool  # the workload writes an iodiag results record (its own timed section)
     notes: list[str] = field(default_factory=list)
+    overrides: dict[str, Any] = field(default_factory=dict)  # preload settings of the after runs
+    hints: dict[str, str] = field(default_factory=dict)  # MPI-IO hints of the after runs
+    outputs: list[Path] = field(default_factory=list)  # every path verify or its runs write, checked first
+    changed: list[str] = field(default_factory=list)  # what the after command changes, as words ("--chunks", "argv[3]")
+    direct: bool = True  # something besides the preload's settings changes (flags, argv, env, hints, a layout)
 
 
 def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | None = None,
                 env: Mapping[str, str] | None = None, prepare: Sequence[str] = (),
-                base_env: Mapping[str, str] | None = None) -> VerifyPlan:
+                base_env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None,
+                positional: Mapping[int, str] | None = None, after: Sequence[str] | None = None,
+                hints: Mapping[str, Any] | None = None, outputs: Sequence[str | Path] = ()) -> VerifyPlan:
     """The two commands to compare.  ``args``: flag -> value (``{"--chunks": "24,10,90,180"}``); ``env``:
-    variable -> value; ``prepare``: shell commands run once, before the timed runs.  A flag the workload does not
-    take is a usage error naming the flags it does take."""
-    args, env = dict(args or {}), dict(env or {})
-    if not args and not env:
+    variable -> value; ``overrides``: preload settings (``{"chunks": [24, 10, 90, 180], "workers": 1, "paths":
+    {old: new}}``); ``positional``: N -> value replacing the program's ``argv[N]`` (``sys.argv[N]`` of a Python
+    script); ``after``: the whole changed command; ``hints``: MPI-IO hints; ``prepare``: shell commands run once,
+    before the timed runs; ``outputs``: more paths to check before the first run (an HTML page).  Flags come from
+    the recorded command line only (an iodiag workload: its PARAMS): a flag it does not show is a usage error."""
+    args, env, overrides = dict(args or {}), dict(env or {}), dict(overrides or {})
+    positional, hints = dict(positional or {}), {k: str(v) for k, v in (hints or {}).items()}
+    if not (args or env or overrides or positional or after or hints):
         raise UsageError(f"nothing to verify for job {job}: no setting to change",
-                         hint="give --set name=value, or verify a job whose recommendation is a flag or variable")
+                         hint="give --set name=value, --arg N=VALUE or --after 'COMMAND'")
+    if after is not None and (args or positional):
+        raise UsageError("--after gives the whole changed command: it does not combine with flags or --arg",
+                         hint="put the changed flags and arguments into the --after command itself")
     base = {k: v for k, v in (base_env if base_env is not None else os.environ).items() if not _DROP_ENV.match(k)}
     base.update(cmd.env)
     before = list(cmd.argv)
@@ -203,34 +250,109 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
             if flag not in known:
                 raise UsageError(f"the workload iodiag.workloads.{cmd.workload} takes no {flag}",
                                  hint="its flags: " + " ".join(sorted(known)))
-        elif name not in cmd.params and not _help_mentions(cmd, flag, base):
-            raise UsageError(f"{shlex.join(cmd.argv[: cmd.start])} does not take {flag} (not on its recorded "
-                             "command line, not in its --help)",
-                             hint="verify a setting the script exposes as an argument, or as an environment variable "
-                                  "with --set NAME=value")
-    after = list(before)
-    replaced = _replaced_flags(cmd.workload) if cmd.workload else {}
-    for flag, value in args.items():
-        for other in replaced.get(flag, ()):  # e.g. --chunk-mb 64 on a job recorded with --chunks 1,1,90,180
-            if other not in args:
-                after = _without_flag(after, cmd.start, other)
-        after = _with_flag(after, cmd.start, flag, value)
+        elif name not in cmd.params:
+            raise UsageError(f"{flag} is not on the recorded command line of job {job} ({shlex.join(cmd.argv)}); "
+                             "verify takes flags from that line only and never runs the program to ask it",
+                             hint="give the changed command with --after '...', a positional value with --arg "
+                                  "N=VALUE" + (", or an xarray/Dask setting (" + ", ".join(PRELOAD_SETTINGS) +
+                                               ") that applies inside the program" if is_python(cmd) else ""))
+    if overrides and not is_python(cmd):
+        raise UsageError(f"{', '.join(overrides)}: settings applied inside a Python program, and "
+                         f"{cmd.argv[0]} is not one",
+                         hint="give the changed command with --after '...' or an environment variable")
+    changed: list[str] = []
+    if after is not None:
+        after_argv = list(after)
+        if not after_argv:
+            raise UsageError("--after '': an empty command", hint="give the whole changed command")
+        changed.append("the command given with --after")
+    else:
+        after_argv = list(before)
+        replaced = _replaced_flags(cmd.workload) if cmd.workload else {}
+        for flag, value in args.items():
+            for other in replaced.get(flag, ()):  # e.g. --chunk-mb 64 on a job recorded with --chunks 1,1,90,180
+                if other not in args:
+                    after_argv = _without_flag(after_argv, cmd.start, other)
+            after_argv = _with_flag(after_argv, cmd.start, flag, value)
+            changed.append(flag)
+        zero = max(cmd.start - 1, 0)  # where the program's own argv[0] is in the recorded command
+        for n, value in sorted(positional.items()):
+            if n < 1 or zero + n >= len(before):
+                raise UsageError(f"--arg {n}={value}: the program's arguments are argv[1]..argv[{len(before) - 1 - zero}]"
+                                 f" ({shlex.join(before[zero + 1:]) or 'none'})",
+                                 hint="argv[N] counts as the program sees it: argv[1] is its first argument")
+            after_argv[zero + n] = str(value)
+            changed.append(f"argv[{n}] {before[zero + n]!r} -> {value!r}")
     scratch: list[Path] = []
     notes: list[str] = []
-    if cmd.workload:
+    if cmd.workload and after is None:
         for name in OUTPUT_PARAMS:
             flag = "--" + name
             if name in cmd.params and flag in known:
                 orig = Path(cmd.cwd, str(cmd.params[name]))
                 a, b = (orig.with_name(orig.name + f".verify-{s}{orig.suffix}") for s in ("before", "after"))
-                before, after = _with_flag(before, cmd.start, flag, str(a)), _with_flag(after, cmd.start, flag, str(b))
+                before, after_argv = (_with_flag(before, cmd.start, flag, str(a)),
+                                      _with_flag(after_argv, cmd.start, flag, str(b)))
                 scratch += [a, b]
                 notes.append(f"the runs write {flag} to scratch copies next to {orig} (removed afterwards)")
     else:
-        notes.append("the runs re-execute the script as recorded: files it writes are rewritten by each run")
+        notes.append("the runs re-execute the program as recorded: files it writes are rewritten by each run")
     env_after = {**base, **{k: str(v) for k, v in env.items()}}
-    return VerifyPlan(job=job, before=before, after=after, cwd=cmd.cwd, env_before=base, env_after=env_after,
-                      prepare=list(prepare), scratch=scratch, results_record=cmd.workload is not None, notes=notes)
+    changed += [f"{k}={v}" for k, v in env.items()]
+    env_before = dict(base)
+    if overrides:
+        overrides = {k: parse_value(k, v) for k, v in overrides.items()}
+        # the preload's folder on PYTHONPATH of both sides (the same start-up); the settings on the after side only
+        for e in (env_before, env_after):
+            e["PYTHONPATH"] = str(SITE_DIR) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+        env_after[OVERRIDES_VAR] = json.dumps(overrides)
+        notes.append(f"settings applied inside the program by iodiag's preload: {SITE_DIR} first on PYTHONPATH of "
+                     f"both sides (the same start-up), the settings in {OVERRIDES_VAR} of the after side; the "
+                     "program itself is not edited")
+        changed += [f"{k} (set inside the program at {PRELOAD_WHERE.get(k, k)})" for k in overrides]
+    if hints:
+        env_after["MPICH_MPIIO_HINTS"] = "*:" + ":".join(f"{k}={v}" for k, v in hints.items())
+        changed.append("MPI-IO hints " + ", ".join(f"{k}={v}" for k, v in hints.items()))
+        notes.append("MPI-IO hints are given through ROMIO_HINTS (a hints file, ROMIO/MPICH/Open MPI's ROMIO) and "
+                     "MPICH_MPIIO_HINTS (Cray MPICH); whether the MPI library took them is not observed "
+                     "(MPICH_MPIIO_HINTS_DISPLAY=1 prints them on Cray)")
+    outs = list(scratch) + [Path(cmd.cwd, str(o)) for o in outputs]
+    # the program's own outputs are its business, but an argument naming a path that does not exist yet is one it
+    # is likely to create: its folder must be writable (checked now, not after the first runs)
+    for a in dict.fromkeys(before[max(cmd.start - 1, 1):] + after_argv[max(cmd.start - 1, 1):]):
+        if _DATA_PATH.search(a) and not a.startswith("-") and "=" not in a and not Path(cmd.cwd, a).exists():
+            outs.append(Path(cmd.cwd, a))
+    for o in outputs:
+        if Path(cmd.cwd, str(o)).is_dir():
+            raise UsageError(f"{o}: is a folder, not a file to write", hint="give a file name, e.g. verify.html")
+    for p in prepare:
+        m = re.search(r"--dst\s+(\S+)", p)
+        if m:
+            outs.append(Path(cmd.cwd, m.group(1)))
+    return VerifyPlan(job=job, before=before, after=after_argv, cwd=cmd.cwd, env_before=env_before,
+                      env_after=env_after, prepare=list(prepare), scratch=scratch,
+                      results_record=cmd.workload is not None and after is None, notes=notes, overrides=overrides,
+                      hints=hints, outputs=outs, changed=changed,
+                      direct=bool(args or env or positional or after is not None or hints or prepare))
+
+
+def check_outputs(plan: VerifyPlan) -> None:
+    """Every path the verify writes, checked before anything runs: its folder exists and is writable, and it is
+    not a folder where a file is meant (or the other way round: the scratch stores are folders or files alike)."""
+    if not os.path.isdir(plan.cwd):
+        raise UsageError(f"the job's working folder {plan.cwd} does not exist any more",
+                         hint="verify re-runs the command where it ran; recreate the folder or run the job again")
+    for p in plan.outputs:
+        parent = p.parent
+        while not parent.exists() and parent != parent.parent:  # a folder the program makes itself
+            parent = parent.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError(f"{p}: cannot write there ({parent} is not a writable folder)",
+                             hint="check the permissions, or run verify where the job's outputs can be written")
+    tmp = Path(tempfile.gettempdir())
+    if not os.access(tmp, os.W_OK | os.X_OK):
+        raise UsageError(f"{tmp}: the temporary folder is not writable (verify keeps its run log there)",
+                         hint="set TMPDIR to a writable folder")
 
 
 @dataclass
@@ -290,25 +412,47 @@ class VerifyRuns:
     runs: list[Run]
     prepare_s: list[float]
     log: str
+    applied: list[list[dict[str, Any]]] = field(default_factory=list)  # per after run: what the preload recorded
+
+
+def _read_record(path: Path) -> list[dict[str, Any]]:
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 def run_verify(plan: VerifyPlan, *, reps: int = 5, timeout_s: float = 3600.0,
                progress: Callable[[int, int], None] | None = None) -> VerifyRuns:
-    """Prepare once, then run before/after interleaved ``reps`` times each; a failed run stops with an error
-    naming the command and the log of its output."""
+    """Check every output path, prepare once, then run before/after interleaved ``reps`` times each (the only
+    times the program is executed); a failed run stops with an error naming the command and the log of its
+    output."""
     if reps < MIN_REPS:
         raise UsageError(f"--reps {reps}: at least {MIN_REPS} repetitions per side are needed for a band",
                          hint="use --reps 5 or more")
+    check_outputs(plan)
     work = Path(tempfile.mkdtemp(prefix="iodiag-verify-"))
     log = work / "runs.log"
+    if plan.hints:
+        hints_file = work / "romio-hints"
+        hints_file.write_text("".join(f"{k} {v}\n" for k, v in plan.hints.items()))
+        plan.env_after["ROMIO_HINTS"] = str(hints_file)
     prep_s = []
+    applied: list[list[dict[str, Any]]] = []
     try:
         for cmd in plan.prepare:
             if cmd.startswith("iodiag "):  # the iodiag of this Python, whatever is on PATH
                 cmd = shlex.quote(sys.executable) + " -m iodiag " + cmd[len("iodiag "):]
             t0 = time.perf_counter()
             with open(log, "ab") as out:
-                p = subprocess.run(cmd, shell=True, cwd=plan.cwd, env=plan.env_after, stdout=out,
+                p = subprocess.run(cmd, shell=True, cwd=plan.cwd, env=plan.env_before, stdout=out,
                                    stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
             prep_s.append(time.perf_counter() - t0)
             if p.returncode:
@@ -319,17 +463,52 @@ def run_verify(plan: VerifyPlan, *, reps: int = 5, timeout_s: float = 3600.0,
         for i in range(reps):
             for side, argv, env in (("before", plan.before, plan.env_before), ("after", plan.after, plan.env_after)):
                 res = work / f"{side}-{i}.json" if plan.results_record else None
+                record = work / f"applied-{i}.jsonl"
+                if side == "after" and plan.overrides:
+                    env = {**env, RECORD_VAR: str(record)}
                 wall, cpu, wl, code = _run_once(argv, plan.cwd, env, res, timeout_s, log)
                 if code != 0:
                     raise UsageError(f"the {side} run {i + 1} of job {plan.job} failed (exit {code}): "
                                      f"{shlex.join(argv)}", hint=f"its output is in {log}")
                 runs.append(Run(side, i, wall, cpu, wl, code))
+                if side == "after" and plan.overrides:
+                    applied.append(_read_record(record))
                 if progress is not None:
                     progress(len(runs), total)
-        return VerifyRuns(plan, runs, prep_s, str(log))
+        return VerifyRuns(plan, runs, prep_s, str(log), applied)
     finally:
         for p in plan.scratch:
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def applied_overrides(runs: VerifyRuns) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(what fired: setting, where, value, asked, runs it fired in), settings that never fired, notes."""
+    want = list(runs.plan.overrides)
+    if not want:
+        return [], [], []
+    n = len(runs.applied)
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    loaded, errors = 0, []
+    for i, recs in enumerate(runs.applied):
+        loaded += any(r.get("event") == "loaded" for r in recs)
+        errors += [r["error"] for r in recs if r.get("event") == "error" and r.get("error") not in errors]
+        for r in recs:
+            if "setting" not in r:
+                continue
+            key = (r["setting"], r.get("where", "?"))
+            e = seen.setdefault(key, {"setting": r["setting"], "where": r.get("where"), "value": r.get("value"),
+                                      "asked": r.get("asked"), "runs": set()})
+            e["runs"].add(i)
+    fired = [{**e, "runs": len(e["runs"])} for e in seen.values()]
+    missing = [k for k in want if not any(f["setting"] == k for f in fired)]
+    notes = []
+    if loaded < n:
+        notes.append(f"the preload loaded in {loaded} of {n} after runs (python -I/-E or -S ignore it)")
+    for f in fired:
+        if f["runs"] < n:
+            notes.append(f"{f['setting']} at {f['where']} fired in {f['runs']} of {n} after runs only")
+    notes += [f"preload error: {e}" for e in errors[:3]]
+    return fired, missing, notes
 
 
 def speedup_band(before: Sequence[float], after: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:

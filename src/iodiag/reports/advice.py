@@ -30,19 +30,23 @@ def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
     indent; the model's abstention last.
 
     A change's text is what the user pastes, so it is never wrapped like prose (a wrapped ``export`` or path is a
-    different command): a shell line (env, shell, arg) longer than ``width`` is broken between its arguments with
+    different command): code of several lines is a block under its label, each line as written
+    (``change_lines``); a shell line (env, shell, arg) longer than ``width`` is broken between its arguments with
     a trailing backslash (``shell_lines``), and code, config lines and shell lines that cannot be broken so stay
     one line longer than ``width``.  Print the lines unwrapped (``textout.Lines.line(..., wrap=False)``, rich's
     ``soft_wrap=True``): the terminal then folds a long line itself, and copying it gives it back whole."""
     import textwrap
 
+    from .textout import clean
+
     out: list[tuple[str, str | None]] = []
     for text, style, kind in _lines(recs, full=full):
+        text = clean(text)  # names come from logs: no control character reaches a terminal (code: see change_lines)
         if kind == "rule" or len(text) <= width:  # the tree's rules keep their own layout
             out.append((text, style))
         elif kind in _SHELL_KINDS:
             out += [(part, style) for part in shell_lines(text, width, CHANGE_HANG)]
-        elif kind is not None:  # code or a config line: whole
+        elif kind is not None:  # code, a line of a code block or a config line: whole
             out.append((text, style))
         else:
             lead = len(text) - len(text.lstrip())
@@ -61,6 +65,24 @@ CHANGE_HANG = CHANGE_INDENT + "  "  # continuation lines of a change
 def change_label(kind: str) -> str:
     """The word in front of a change's text ("env", "code", ...): ``"<indent><label>: <text>"`` is its line."""
     return _KIND_LABEL.get(kind, kind)
+
+
+def change_lines(c: dict[str, Any]) -> list[tuple[str, str | None, str | None]]:
+    """(text, style, kind) lines of one change.  One line: ``"<indent><label>: <text>"``.  Several (a code
+    snippet): the label alone (``"<indent>code:"``), then every line of the code under ``CHANGE_HANG``, its own
+    indentation kept after that prefix, so that the block copied and dedented (``textwrap.dedent``; IPython and
+    editors do it on paste) is the code exactly.  Control characters other than the newline are shown as "?"
+    (tabs as spaces, to the next multiple of 8, as Python reads them)."""
+    from .textout import clean
+
+    text, kind = str(c.get("text") or ""), c["kind"]
+    if "\n" not in text.rstrip("\n"):
+        return [(clean(f"{CHANGE_INDENT}{change_label(kind)}: {text.rstrip(chr(10))}"), None, kind)]
+    out: list[tuple[str, str | None, str | None]] = [(f"{CHANGE_INDENT}{change_label(kind)}:", None, kind)]
+    for line in text.rstrip("\n").split("\n"):
+        line = clean(line.expandtabs(8))
+        out.append((CHANGE_HANG + line if line.strip() else "", None, "block"))
+    return out
 
 
 def shell_lines(line: str, width: int, hang: str) -> list[str]:
@@ -131,7 +153,7 @@ def _lines(recs: Sequence[dict[str, Any]], *, full: bool) -> list[tuple[str, str
         src = "trained tree" if r.get("source") == "tree" else "rules"
         lines.append((f"{i:>2}. {r['title']}", "bold", None))
         for c in r.get("changes") or []:
-            lines.append((f"{CHANGE_INDENT}{change_label(c['kind'])}: {c['text']}", None, c["kind"]))
+            lines += change_lines(c)
         lines.append((f"      gain: {gain_text(r)}", None, None))
         who = f"; addresses {', '.join(r['addresses'])}" if r.get("addresses") else ""
         lines.append((f"      from {src}, on {r.get('based_on') or 'measured features'}{who}", "dim", None))
@@ -172,10 +194,15 @@ def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings
         con.print(text, style=style, markup=False, soft_wrap=True)  # a long change line stays whole
     if active:
         con.print()
-        if any(c["kind"] in ("arg", "env") for c in active[0].get("changes") or []):
+        top = active[0]
+        settings = set(top.get("settings") or {})
+        if any(c["kind"] in ("arg", "env") or (c["kind"] == "shell" and c.get("name") == "rechunk")
+               for c in top.get("changes") or []) or settings & {"chunks", "workers", "threads", "compressor",
+                                                                  "zarr_format"}:
             con.print(f"  measure it: iodiag verify {job}", style="dim", markup=False)
         else:
-            con.print(textwrap.fill(f"the top change is code or a shell line: where the program exposes the setting "
-                                    f"as a flag or variable, measure it with iodiag verify {job} --set name=value",
+            con.print(textwrap.fill(f"the top change is code or a shell line: make it, then measure it with "
+                                    f"iodiag verify {job} --after 'CHANGED COMMAND' (or --set name=value, --arg "
+                                    f"N=VALUE where the program takes the setting)",
                                     width - 1, initial_indent="  ", subsequent_indent="  "), style="dim", markup=False)
     return buf.getvalue()

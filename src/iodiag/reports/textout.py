@@ -3,7 +3,9 @@
 The terminal report is a few dozen lines: words wrapped to the width with a hanging indent, a few styles (bold,
 dim, colours), two tables.  rich does that too but costs ~20 ms of imports, as much as diagnosing a large log.
 ``Lines`` does only that; it prints nothing and returns the text.  Whatever the text holds (file names come
-from logs), control characters are shown as "?", so a name cannot move the cursor or recolour the terminal.
+from logs), control characters are shown as "?", so a name cannot move the cursor or recolour the terminal; a
+line never holds a newline (code of several lines is given line by line, see ``advice.change_lines``), and
+``clean_code`` is the form for pages that show code whole (newlines and tabs kept).
 """
 
 from __future__ import annotations
@@ -41,14 +43,21 @@ def _sgr(style: str | None) -> str:
     return f"\x1b[{';'.join(codes)}m" if codes else ""
 
 
-def _words(segments: Iterable[Segment], default: str | None) -> list[tuple[str, str | None]]:
-    """(piece, style) with every piece either all spaces or without any."""
+def clean_code(text: str) -> str:
+    """Code to show as written: newlines and tabs kept, every other control character replaced by "?"."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+
+
+def _words(segments: Iterable[Segment], default: str | None, merge: bool = True) -> list[tuple[str, str | None]]:
+    """(piece, style) with every piece either all spaces or without any; ``merge``: a unit joins its number."""
     out: list[tuple[str, str | None]] = []
     for seg in segments:
         text, style = (seg, default) if isinstance(seg, str) else (seg[0], seg[1] or default)
         for piece in _PIECES.findall(clean(text)):
             # a unit stays with its number ("12.15 s", "1.0 MiB"): no line starts with a bare unit
-            if (_UNIT.match(piece) and len(out) > 1 and out[-1][0] == " " and out[-2][0][-1:].isdigit()
+            if (merge and _UNIT.match(piece) and len(out) > 1 and out[-1][0] == " " and out[-2][0][-1:].isdigit()
                     and out[-2][1] == style):
                 out[-2:] = [(out[-2][0] + " " + piece, style)]
             else:
@@ -79,7 +88,7 @@ class Lines:
         """Print the segments (a string, or (string, style)) as one line, wrapped at spaces to the width; the
         continuation lines start ``hang`` cells in (default: under the first line's text).  A word longer than a
         line is cut.  ``wrap=False`` leaves a long line whole (a command to paste; the terminal folds it)."""
-        words = _words(segments, style)
+        words = _words(segments, style, merge=wrap)
         if not wrap:
             self._out.append(self._styled(words))
             return

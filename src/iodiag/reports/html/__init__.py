@@ -50,9 +50,12 @@ def environment():
         env.filters["pct"] = fmt_pct
         env.filters["secs"] = fmt_seconds
         env.filters["fmtval"] = fmt_value
-        from ..advice import gain_text
+        from ..advice import change_label, gain_text
+        from ..textout import clean_code
 
         env.filters["gain"] = gain_text
+        env.filters["change_label"] = change_label
+        env.filters["code"] = clean_code
         env.globals["version"] = __version__
         _ENV = env
     return _ENV

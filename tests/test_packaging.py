@@ -26,6 +26,7 @@ SRC = REPO / "src" / "iodiag"
 EXTRA_OF_PART = {
     "workloads/": "dask",
     "collectors/dask_capture.py": "dask",
+    "collectors/verify_site/": "dask",  # runs inside the verified Python program: patches what it imported
     "jobqueue.py": "jobqueue",
     "jobs/sweep/": "sweep",
     "site/": "site",
@@ -34,7 +35,13 @@ EXTRA_OF_PART = {
     "recommend/tree.py": "ml",
 }
 # core modules that import an optional package only inside a convenience the core never calls
-OPTIONAL_IN_CORE = {("profile.py", "pandas"): "Table.to_pandas(), for callers that have pandas (any extra with it)"}
+OPTIONAL_IN_CORE = {
+    ("profile.py", "pandas"): "Table.to_pandas(), for callers that have pandas (any extra with it)",
+    # the job snapshot reads NetCDF/HDF5 headers with them when the workload's environment has them (the dask
+    # extra); without them it records that variables were not read, and the run goes on
+    ("collectors/snapshot.py", "h5py"): "NetCDF-4/HDF5 variables in the job snapshot, when h5py is installed",
+    ("collectors/snapshot.py", "netCDF4"): "NetCDF-3 variables in the job snapshot, when netCDF4 is installed",
+}
 
 
 def _imports() -> dict[tuple[str, str], int]:

@@ -171,15 +171,16 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
     table and metadata are made once at the end."""
     issues: list[LoadIssue] = [
         LoadIssue(path=r.path, kind=r.error_kind or "unreadable", cause=r.error or "unknown",
-                  next_step="the log is damaged; re-run the job or recover it with darshan-util")
+                  next_step=r.next_step or "the log is damaged; re-run the job or recover it with darshan-util")
         for r in results if r.data is None]
     good = [r for r in results if r.data is not None]
     if not good:
         first = issues[0] if issues else None
         where = first.path if first else "(no logs)"
+        specific = next((r.next_step for r in results if r.data is None and r.next_step), None)
         raise NoUsableData(
             f"no log of this job could be read: {where}: {first.cause if first else 'nothing to read'}",
-            hint="check the file is a complete Darshan log (darshan-parser FILE); logs of killed processes may be empty",
+            hint=specific or "check the file is a complete Darshan log (darshan-parser FILE); logs of killed processes may be empty",
         )
     n_ops = sum(len(rec["segments"]) for r in good for mod in ("DXT_POSIX", "DXT_MPIIO")
                 if (rec := r.data["mods"].get(mod)) is not None)

@@ -21,6 +21,7 @@ import sys
 from pickle import PickleBuffer
 from typing import Any, Iterable
 
+from . import container
 from .darshan_lib import MOD_NAMES, STRUCTS, counter_names, lib
 
 # modules whose counters land in profile.counters
@@ -34,7 +35,11 @@ _LOST_RECORD = "darshan-util could not decode a record (log damaged or truncated
 
 
 class LogReadError(Exception):
-    """A log that darshan-util refuses; carries a one-line cause."""
+    """A log that darshan-util refuses; carries a one-line cause (and a next step, when the cause calls for one)."""
+
+    def __init__(self, cause: str, next_step: str | None = None) -> None:
+        super().__init__(cause)
+        self.next_step = next_step
 
 
 def _iter_raw(handle, idx: int, losses: list, mod: str):
@@ -289,47 +294,82 @@ def _names(handle) -> dict[int, str]:
 
 _DECODERS = {"LUSTRE": _decode_lustre, "HEATMAP": _decode_heatmap}
 
+# a pseudo-module: ``decode_log(path, (NAMES,))`` reads the header and the record names only (a salvage step)
+NAMES = "(names)"
+
+
+def _open(src: container.Readable):
+    """A darshan-util handle on the log ``src`` stands for; a log whose bzip2 regions this darshan-util cannot
+    decompress is handed to it with the regions decompressed by iodiag (``container``)."""
+    ffi, L = lib()
+    handle = L.darshan_log_open(os.fsencode(src.path))
+    if handle == ffi.NULL and src.header is not None and src.header.comp_type == container.COMP_BZIP2:
+        src.decompress_regions()
+        handle = L.darshan_log_open(os.fsencode(src.path))
+    if handle == ffi.NULL:
+        raise LogReadError("darshan-util cannot open it: not a Darshan log, or its header is damaged")
+    return handle
+
 
 def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names: bool = True) -> dict[str, Any]:
     """Decode one log into a raw log: ``{"path", "header", "mods": {module: raw module}, "losses", "names"}``.
-    ``modules=()`` reads only the header (fast listing)."""
+    ``modules=()`` reads only the header (fast listing).
+
+    Each module is decoded on a handle no failed module has used: darshan-util keeps its decompression state in
+    the handle, and a region that failed leaves it unusable, so after a loss the next module (and the names) get a
+    fresh handle; one damaged region costs only its own module."""
     ffi, L = lib()
     if not os.path.isfile(path):
         raise LogReadError("not a file")
     if os.path.getsize(path) == 0:
         raise LogReadError("the file is empty (0 bytes): the process that wrote it probably died before Darshan's shutdown")
-    handle = L.darshan_log_open(os.fsencode(path))
-    if handle == ffi.NULL:
-        raise LogReadError("darshan-util cannot open it: not a Darshan log, or its header is damaged")
     try:
-        header = read_header(handle)
-        data: dict[str, Any] = {"path": path, "header": header, "mods": {}, "losses": []}
-        want = set(modules or ())
-        losses: list = data["losses"]
-        for mod, info in header["modules"].items():
-            if mod not in want:
-                continue
-            idx = MOD_NAMES.index(mod) if mod in MOD_NAMES else info["idx"]
-            try:
-                if mod in COUNTER_MODULES:
-                    rec = _decode_fixed(handle, idx, mod, losses)
-                elif mod in DXT_MODULES:
-                    rec = _decode_dxt(handle, idx, mod, losses)
-                elif mod in _DECODERS:
-                    rec = _DECODERS[mod](handle, idx, losses)
-                else:
+        src = container.Readable(path)
+    except container.ContainerError as exc:
+        raise LogReadError(str(exc), exc.next_step) from None
+    except OSError as exc:
+        raise LogReadError(f"cannot be read ({exc.strerror or exc})") from None
+    with src:
+        handle = _open(src)
+        try:
+            header = read_header(handle)
+            if src.notes:
+                header["container"] = list(src.notes)
+            data: dict[str, Any] = {"path": path, "header": header, "mods": {}, "losses": []}
+            want = set(modules or ())
+            losses: list = data["losses"]
+            for mod, info in header["modules"].items():
+                if mod not in want:
                     continue
-            except (MemoryError, RecursionError):
-                raise
-            except Exception as exc:  # noqa: BLE001 - one damaged module must not cost the others
-                losses.append((mod, f"this module's region could not be decoded ({type(exc).__name__}: {exc}); "
-                                    "every other module is reported"))
-                continue
-            data["mods"][mod] = rec
-            if info["len"] > 0 and rec["n"] == 0 and not any(m == mod for m, _ in losses):
-                losses.append((mod, f"the header says this module holds {info['len']} bytes but no record could be read: the log is truncated or damaged"))
-        if names and want:
-            data["names"] = _names(handle)
-        return data
-    finally:
-        L.darshan_log_close(handle)
+                idx = MOD_NAMES.index(mod) if mod in MOD_NAMES else info["idx"]
+                if mod not in COUNTER_MODULES and mod not in DXT_MODULES and mod not in _DECODERS:
+                    continue
+                before = len(losses)
+                try:
+                    if mod in COUNTER_MODULES:
+                        rec = _decode_fixed(handle, idx, mod, losses)
+                    elif mod in DXT_MODULES:
+                        rec = _decode_dxt(handle, idx, mod, losses)
+                    else:
+                        rec = _DECODERS[mod](handle, idx, losses)
+                except (MemoryError, RecursionError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one damaged module must not cost the others
+                    losses.append((mod, f"this module's region could not be decoded ({type(exc).__name__}: {exc}); "
+                                        "every other module is reported"))
+                    rec = None
+                if len(losses) > before:  # this handle's decompression state is spent: a fresh one for the rest
+                    L.darshan_log_close(handle)
+                    handle = ffi.NULL
+                    handle = _open(src)
+                if rec is None:
+                    continue
+                data["mods"][mod] = rec
+                if info["len"] > 0 and rec["n"] == 0 and not any(m == mod for m, _ in losses):
+                    losses.append((mod, f"the header says this module holds {info['len']} bytes but no record could be read: the log is truncated or damaged"))
+            if names and want:
+                data["names"] = _names(handle)
+            return data
+        finally:
+            if handle != ffi.NULL:
+                L.darshan_log_close(handle)

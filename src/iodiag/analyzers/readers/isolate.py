@@ -31,6 +31,7 @@ class LogResult:
     data: dict[str, Any] | None = None
     error_kind: str | None = None  # unreadable | crashed | timeout
     error: str | None = None
+    next_step: str | None = None  # what to do about the error, when its cause calls for something specific
 
 
 def _send(fd: int, obj: Any, fdsock: Any = None) -> None:
@@ -164,7 +165,7 @@ def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int, fd
     for i, path in enumerate(paths):
         _send(wfd, ("start", i))
         r = _read_one(path, modules, names, raw=True)  # NumPy arrays are the parent's to make (see _arrays)
-        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error), fdsock)
+        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error, r.next_step), fdsock)
     _send(wfd, ("done",))
 
 
@@ -496,7 +497,8 @@ def _read_logs(
                     if progress:
                         progress(1)
                 elif kind == "err":
-                    yield LogResult(batch[msg[1]], error_kind="unreadable", error=msg[2])
+                    yield LogResult(batch[msg[1]], error_kind="unreadable", error=msg[2],
+                                    next_step=msg[3] if len(msg) > 3 else None)
                     current, next_index = None, msg[1] + 1
                     if progress:
                         progress(1)
@@ -587,7 +589,7 @@ def _read_one(path: str, modules: tuple[str, ...], names: bool, *, raw: bool = F
     try:
         data = decode_log(path, modules, names=names)
     except LogReadError as exc:
-        return LogResult(path, error_kind="unreadable", error=str(exc))
+        return LogResult(path, error_kind="unreadable", error=str(exc), next_step=exc.next_step)
     except Exception as exc:  # noqa: BLE001 - anything inside the reader becomes a per-log error
         return LogResult(path, error_kind="unreadable", error=f"{type(exc).__name__}: {exc}")
     return LogResult(path, data=data) if raw else _arrays(path, data)

@@ -1,0 +1,289 @@
+"""The Darshan log *container*: the uncompressed header, its region map and the compression of the regions.
+
+darshan-util decodes every record; this module only looks at the parts of a log around the records, so that
+darshan-util can be handed a log it is able to read:
+
+- a log whose regions are bzip2-compressed (Darshan 3.4.4+ can write them) when darshan-util was built without
+  bzip2 (pydarshan's wheel is): the regions are decompressed here with Python's ``bz2`` and darshan-util reads an
+  equivalent log whose regions are stored uncompressed (``DARSHAN_NO_COMP``, a type darshan-util reads);
+- a whole log compressed by gzip or bzip2 (``x.darshan.gz``, ``x.darshan.bz2``): decompressed to a temporary file;
+- a Darshan 2.x log (format "2.xx", usually gzip'd): refused with a message saying what it is.
+
+The header layout is Darshan's ``struct darshan_header`` (include/darshan-log-format.h): version string, magic
+number, compression type, partial flags, the name region's and each module's (offset, length) in the file, each
+module's format version.  Logs of format 3.41 and later map 64 modules; earlier 3.x logs 16.  Regions follow
+each other: the job region right after the header, then the name region, then the modules in index order.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import os
+import struct
+import tempfile
+import zlib
+from dataclasses import dataclass, field
+
+MAGIC_NR = 6567223  # DARSHAN_MAGIC_NR, also Darshan 2's CP_MAGIC_NR
+COMP_ZLIB, COMP_BZIP2, COMP_NONE = 0, 1, 2  # enum darshan_comp_type
+COMP_NAMES = {COMP_ZLIB: "zlib", COMP_BZIP2: "bzip2", COMP_NONE: "none"}
+
+# (version, magic, comp_type, partial_flag, name_map off/len, mod_map off/len x N, mod_ver x N)
+_LAYOUTS = {
+    64: "8sqB7xQ2Q128Q64I",  # format 3.41 and later: 1,328 bytes
+    16: "8sqB3xI2Q32Q16I",  # formats 3.00-3.21: 360 bytes
+}
+
+GZIP_MAGIC = b"\x1f\x8b"
+BZIP2_MAGIC = b"BZh"
+
+
+class ContainerError(Exception):
+    """A log this module can say something definite about (Darshan 2.x, a damaged compressed file)."""
+
+    def __init__(self, cause: str, next_step: str | None = None) -> None:
+        super().__init__(cause)
+        self.next_step = next_step
+
+
+@dataclass
+class Header:
+    version: str  # the format version, e.g. "3.41"
+    major: int
+    minor: int
+    byteorder: str  # "<" or ">": the order the log was written in
+    comp_type: int
+    partial_flag: int
+    name_map: tuple[int, int]
+    mod_map: list[tuple[int, int]]  # as stored, before darshan-util's index shifts for old formats
+    mod_ver: list[int]
+    size: int  # bytes of the header (where the job region starts)
+    fmt: str = field(repr=False, default="")
+
+    def regions(self, file_size: int) -> list[tuple[str, int, int]]:
+        """Every region as (key, offset, length) in file order: "job", "names", then "mod<i>" (stored index)."""
+        out = []
+        for i, (off, ln) in enumerate(self.mod_map):
+            if ln:
+                out.append((f"mod{i}", off, ln))
+        firsts = [off for _, off, _ in out]
+        if self.name_map[1]:
+            job_end = self.name_map[0]
+        else:
+            job_end = min(firsts) if firsts else file_size
+        regions = [("job", self.size, max(job_end - self.size, 0))]
+        if self.name_map[1]:
+            regions.append(("names", self.name_map[0], self.name_map[1]))
+        return regions + sorted(out, key=lambda r: r[1])
+
+    def pack(self, comp_type: int, name_map: tuple[int, int], mod_map: list[tuple[int, int]]) -> bytes:
+        flat = [v for pair in mod_map for v in pair]
+        return struct.pack(self.byteorder + self.fmt, self.version.encode("ascii").ljust(8, b"\0")[:8], MAGIC_NR,
+                           comp_type, self.partial_flag, *name_map, *flat, *self.mod_ver)
+
+
+def _version(raw: bytes) -> tuple[str, int, int] | None:
+    text = raw.split(b"\0", 1)[0].decode("ascii", "replace")
+    parts = text.split(".")
+    if len(parts) != 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    return text, int(parts[0]), int(parts[1])
+
+
+def read_header(head: bytes) -> Header | None:
+    """The header of a Darshan 3 log from its first bytes (None: not one this module understands)."""
+    ver = _version(head[:8])
+    if ver is None or ver[1] != 3:
+        return None
+    nmods = 64 if ver[2] >= 41 else 16
+    fmt = _LAYOUTS[nmods]
+    size = struct.calcsize("<" + fmt)
+    if len(head) < size:
+        return None
+    for order in ("<", ">"):
+        vals = struct.unpack(order + fmt, head[:size])
+        if vals[1] == MAGIC_NR:
+            maps = vals[6:6 + 2 * nmods]
+            return Header(version=ver[0], major=ver[1], minor=ver[2], byteorder=order, comp_type=vals[2],
+                          partial_flag=vals[3], name_map=(vals[4], vals[5]),
+                          mod_map=[(maps[2 * i], maps[2 * i + 1]) for i in range(nmods)],
+                          mod_ver=list(vals[6 + 2 * nmods:]), size=size, fmt=fmt)
+    return None
+
+
+def darshan2_version(head: bytes) -> str | None:
+    """The format version of a Darshan 1.x/2.x log ("2.06"), from its first bytes; None for anything else.  Its
+    version string is "M.mm" padded with NULs to 8 bytes (followed by the magic number in 2.x)."""
+    ver = _version(head[:8])
+    if ver is None or ver[1] not in (1, 2) or len(head) < 16:
+        return None
+    if ver[1] == 2 and MAGIC_NR not in (struct.unpack("<q", head[8:16])[0], struct.unpack(">q", head[8:16])[0]):
+        return None
+    if head[len(ver[0]):8].strip(b"\0"):
+        return None
+    return ver[0]
+
+
+def darshan2_message(version: str, compressed: str | None = None) -> tuple[str, str]:
+    """(cause, next step) for a log of Darshan 1 or 2."""
+    how = f", {compressed}-compressed as Darshan {version[0]} wrote them" if compressed else ""
+    return (f"a Darshan {version[0]}.x log (format {version}{how}): darshan-util 3.x, which iodiag reads logs with, "
+            f"cannot read logs of Darshan 1 or 2",
+            "read it with darshan-util 2.x (darshan-parser, darshan-job-summary.pl; its darshan-convert brings older "
+            "logs to the last 2.x format); iodiag reads the logs of Darshan 3.0 and later")
+
+
+# -- decompressing regions ---------------------------------------------------------------------------------------
+
+def _streams(data: bytes, make) -> tuple[bytes, bool]:
+    """Concatenated compressed streams (one per writer rank in an MPI log) decompressed: (bytes, clean).  Stops at
+    the first damaged stream (``clean`` False) with what came out before it."""
+    out = []
+    rest = data
+    while rest:
+        d = make()
+        try:
+            out.append(d.decompress(rest))
+        except (OSError, ValueError, EOFError, zlib.error):
+            return b"".join(out), False
+        if not d.eof:
+            return b"".join(out), False
+        rest = d.unused_data
+        if not rest.strip(b"\0"):
+            break
+    return b"".join(out), True
+
+
+def decompress_region(comp_type: int, data: bytes) -> tuple[bytes, bool]:
+    if comp_type == COMP_ZLIB:
+        return _streams(data, zlib.decompressobj)
+    if comp_type == COMP_BZIP2:
+        return _streams(data, bz2.BZ2Decompressor)
+    return data, True
+
+
+def region_bytes(path: str, hdr: Header, off: int, length: int) -> tuple[bytes, bool]:
+    """One region of a log, decompressed: (bytes, whether it decompressed cleanly to its end)."""
+    with open(path, "rb") as fh:
+        fh.seek(off)
+        raw = fh.read(length)
+    got, clean = decompress_region(hdr.comp_type, raw)
+    return got, clean and len(raw) == length
+
+
+def rewrite_uncompressed(path: str, hdr: Header, out_fd: int) -> list[str]:
+    """Write ``path`` to ``out_fd`` as an equivalent log whose regions are stored uncompressed; the regions that did
+    not decompress cleanly (their bytes up to the damage are kept) by key."""
+    size = os.path.getsize(path)
+    damaged: list[str] = []
+    body: list[bytes] = []
+    at = hdr.size
+    name_map = (0, 0)
+    mod_map = [(0, 0)] * len(hdr.mod_map)
+    with open(path, "rb") as fh:
+        for key, off, ln in hdr.regions(size):
+            fh.seek(off)
+            raw = fh.read(ln)
+            got, clean = decompress_region(hdr.comp_type, raw)
+            if not clean or len(raw) != ln:
+                damaged.append(key)
+            body.append(got)
+            if key == "names":
+                name_map = (at, len(got))
+            elif key.startswith("mod"):
+                mod_map[int(key[3:])] = (at, len(got))
+            at += len(got)
+    head = hdr.pack(COMP_NONE, name_map, mod_map)
+    with os.fdopen(os.dup(out_fd), "wb") as out:
+        out.write(head)
+        for b in body:
+            out.write(b)
+    return damaged
+
+
+# -- what darshan-util is handed -----------------------------------------------------------------------------------
+
+HEAD_BYTES = 1328  # the largest header (format 3.41)
+
+
+def _decompress_whole(path: str, kind: str, fd: int) -> None:
+    opener = {"gzip": __import__("gzip").open, "bzip2": bz2.open}[kind]
+    try:
+        with opener(path, "rb") as src, os.fdopen(os.dup(fd), "wb") as dst:
+            while True:
+                chunk = src.read(1 << 20)
+                if not chunk:
+                    break
+                dst.write(chunk)
+    except (OSError, EOFError, ValueError) as exc:
+        raise ContainerError(f"a {kind}-compressed file that does not decompress ({exc}): the file is damaged or "
+                             "truncated", f"check it with {'gzip -t' if kind == 'gzip' else 'bzip2 -t'}; copy the "
+                             "log again from where the job wrote it") from None
+
+
+class Readable:
+    """What darshan-util is handed for a log (``path``), made on the way in, removed on the way out of ``with``.
+
+    A whole-file gzip/bzip2 log is decompressed to a temporary file at once; a Darshan 2.x log raises
+    ContainerError; ``decompress_regions`` makes an equivalent log with bzip2 regions stored uncompressed (called
+    only when darshan-util refuses the log).  Anything not recognised is left as it is: darshan-util says what it
+    thinks of it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.notes: list[str] = []
+        self._temps: list[str] = []
+        try:
+            head = self._head()
+            outer = "gzip" if head[:2] == GZIP_MAGIC else "bzip2" if head[:3] == BZIP2_MAGIC else None
+            if outer:
+                fd, tmp = self._temp()
+                try:
+                    _decompress_whole(self.path, outer, fd)
+                finally:
+                    os.close(fd)
+                self.path = tmp
+                head = self._head()
+                self.notes.append(f"the whole file is {outer}-compressed; iodiag decompressed it")
+            v2 = darshan2_version(head)
+            if v2 is not None:
+                raise ContainerError(*darshan2_message(v2, outer))
+            self.header = read_header(head)
+        except BaseException:
+            self.close()
+            raise
+
+    def _head(self) -> bytes:
+        with open(self.path, "rb") as fh:
+            return fh.read(HEAD_BYTES)
+
+    def _temp(self) -> tuple[int, str]:
+        fd, tmp = tempfile.mkstemp(prefix="iodiag-log-", suffix=".darshan")
+        self._temps.append(tmp)
+        return fd, tmp
+
+    def decompress_regions(self) -> None:
+        """From now on ``path`` is an equivalent log whose regions are stored uncompressed."""
+        assert self.header is not None
+        fd, tmp = self._temp()
+        try:
+            damaged = rewrite_uncompressed(self.path, self.header, fd)
+        finally:
+            os.close(fd)
+        self.path = tmp
+        self.notes.append(f"{COMP_NAMES.get(self.header.comp_type, '?')}-compressed regions decompressed by iodiag "
+                          "(this darshan-util was built without it)"
+                          + (f"; damaged regions: {', '.join(damaged)}" if damaged else ""))
+
+    def close(self) -> None:
+        for t in self._temps:
+            with contextlib.suppress(OSError):
+                os.unlink(t)
+        self._temps = []
+
+    def __enter__(self) -> "Readable":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

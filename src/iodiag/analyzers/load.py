@@ -24,6 +24,8 @@ from ..profile import (
 )
 from .batches import OpsBuilder, OpsSource, chunks, streams
 from .readers.darshan import ALL_MODULES, COUNTER_MODULES, dxt_columns, dxt_segment_keys
+from .readers.darshan_decode import NAMES
+from .readers.darshan_lib import MODULE_VERSIONS
 from .readers.isolate import LogResult, read_logs
 
 # <user>_<exe>_id<jobid>[-<pid>]_<date>-<secs>-<hash>_<n>.darshan
@@ -106,6 +108,36 @@ def _fs_lookup(mounts: list[tuple[str, str]]):
 
     _LOOKUPS[key] = lookup
     return lookup
+
+
+def _module_loss(path: str, h: dict[str, Any], mod: str, cause: str) -> LoadIssue:
+    """What one module of a log lost, in the log's own terms: the module, its format version against the one
+    darshan-util reads, the log format and the Darshan that wrote it; the next step that fits that cause."""
+    ver = (h["modules"].get(mod) or {}).get("ver")
+    known = MODULE_VERSIONS.get(mod)
+    lib_ver = h["metadata"].get("lib_ver") or "?"
+    wrote = f"log format {h['log_format']}, written by Darshan {lib_ver}"
+    if ver is not None and known is not None and ver > known:
+        return LoadIssue(
+            path=path, kind="newer-format", module=mod,
+            cause=f"the {mod} region is in module format version {ver}; this darshan-util reads {mod} up to version "
+                  f"{known} ({wrote}): {cause}",
+            next_step=f"{mod} numbers are missing, every other module is reported; read the log with a darshan-util as "
+                      f"new as Darshan {lib_ver} (pip install -U darshan) for {mod}")
+    pre = any(t in lib_ver for t in ("pre", "rc", "alpha", "beta", "dev"))
+    if pre:
+        return LoadIssue(
+            path=path, kind="truncated", module=mod,
+            cause=f"the {mod} region (module format version {ver}) could not be fully decoded; a pre-release Darshan "
+                  f"wrote this log ({wrote}) and its {mod} records may not be in the release format: {cause}",
+            next_step=f"numbers from {mod} are lower bounds, every other module is reported; a pre-release's "
+                      "module formats can differ from any release's darshan-util, so nothing needs re-running for "
+                      "the other modules")
+    return LoadIssue(
+        path=path, kind="truncated", module=mod,
+        cause=f"the {mod} region (module format version {ver}, {wrote}) is damaged: {cause}",
+        next_step=f"numbers from {mod} are lower bounds, every other module is reported; copy the log again from "
+                  "where the job wrote it if the copy may be damaged")
 
 
 def _partial_issue(path: str, mod: str) -> LoadIssue:
@@ -311,21 +343,14 @@ class _JobFold:
                     self.partial_modules.append(mod)
                 self.issues.append(_partial_issue(r.path, mod))
         for mod, cause in d["losses"]:
+            if mod == NAMES:  # names only: every number is there, some files are unnamed
+                self.issues.append(LoadIssue(path=r.path, kind="names-lost", cause=cause,
+                                             next_step="files whose names were lost are shown as <unnamed ...>"))
+                continue
             log_partial = True
             if mod not in self.partial_modules:
                 self.partial_modules.append(mod)
-            ver = (h["modules"].get(mod) or {}).get("ver")
-            if ver is not None and "could not decode" in cause:
-                # a damaged log and one written by a newer Darshan (a module format this darshan-util does not
-                # know, e.g. DXT version 2 of Darshan's development branch) fail alike: say both
-                cause = (f"darshan-util could not decode a record of this module (format version {ver}): the log is "
-                         f"damaged or truncated, or a newer Darshan wrote a format this darshan-util does not read; "
-                         f"later records of this module are lost")
-                step = ("numbers from this module are a lower bound; if the log is intact, read it with a "
-                        "darshan-util as new as the Darshan that wrote it (pip install -U darshan)")
-            else:
-                step = "numbers from this module are a lower bound; the log file is damaged"
-            self.issues.append(LoadIssue(path=r.path, kind="truncated", module=mod, cause=cause, next_step=step))
+            self.issues.append(_module_loss(r.path, h, mod, cause))
         return log_partial
 
     def _processes(self, li: int, r: LogResult, nprocs: int, start: float, end: float, exe: str, pid: int,

@@ -26,7 +26,8 @@ from ..timemodel import wall_cost_of_rows
 from ._common import finding, pct, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
-_LOST = ("unreadable", "crashed", "timeout", "missing-log", "truncated")
+_LOST = ("unreadable", "crashed", "timeout", "missing-log")  # whole logs lost
+_MODULE_LOST = ("truncated", "newer-format")  # records of one module of a log lost (the issue names the module)
 
 
 def _pow2(n: float) -> int:
@@ -67,10 +68,13 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     lost = [i for i in issues if i.kind in _LOST]
     if lost:
         ev["logs_lost"] = len({i.path for i in lost})
+    mod_lost = [i for i in issues if i.kind in _MODULE_LOST]
     ev["issue_kinds"] = sorted({i.kind for i in issues})
     if not lines and not lost and not partial:
         sev = "info"
     else:
+        # a whole log lost costs every number of its processes; records lost from a counter module make that
+        # module's numbers lower bounds; a trace, heatmap or layout module lost costs detail only
         sev = "high" if lost else ("medium" if cnt else "low")
     facts: dict = {}
     if lines:  # the Darshan configuration that would have kept everything
@@ -78,8 +82,11 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
         facts["modmem_mib"] = max(_pow2(mem / 2 ** 20 * 1.5), 8)
         facts["namemem_mib"] = _pow2(max(len(profile.files) * 4 * 256 / 2 ** 20, 4))
     if lost:
-        facts["lost"] = {"path": lost[0].path, "cause": lost[0].cause}
-    facts["other_issues"] = [f"{i.kind}: {i.cause}" for i in issues if i.kind not in _LOST and i.kind != "partial-module"]
+        facts["lost"] = {"path": lost[0].path, "cause": lost[0].cause, "next_step": lost[0].next_step}
+    if mod_lost:
+        facts["module_losses"] = [f"{i.module}: {i.cause}; {i.next_step}" for i in mod_lost]
+    facts["other_issues"] = [f"{i.kind}: {i.cause}" for i in issues
+                             if i.kind not in _LOST + _MODULE_LOST and i.kind != "partial-module"]
     what = ", ".join(partial) if partial else ", ".join(ev["issue_kinds"])
     return [finding(cfg, profile, "partial-log", f"the log is incomplete ({what}): numbers are lower bounds", wall_s=None, evidence=ev, severity=sev, facts=facts,
                     files=sorted({i.path for i in issues})[: cfg.report.top_files])]

@@ -24,6 +24,7 @@ import struct
 import tempfile
 import zlib
 from dataclasses import dataclass, field
+from typing import Iterator
 
 MAGIC_NR = 6567223  # DARSHAN_MAGIC_NR, also Darshan 2's CP_MAGIC_NR
 COMP_ZLIB, COMP_BZIP2, COMP_NONE = 0, 1, 2  # enum darshan_comp_type
@@ -163,13 +164,121 @@ def decompress_region(comp_type: int, data: bytes) -> tuple[bytes, bool]:
     return data, True
 
 
-def region_bytes(path: str, hdr: Header, off: int, length: int) -> tuple[bytes, bool]:
-    """One region of a log, decompressed: (bytes, whether it decompressed cleanly to its end)."""
+@dataclass
+class RegionScan:
+    """A region decompressed stream by stream, past damaged streams (an MPI log's module region is one compressed
+    stream per writing rank, so the streams after a damaged one still hold their records)."""
+
+    data: bytes  # the intact streams' bytes, in order
+    streams: int  # intact streams
+    damaged: int  # damaged stretches skipped (a stream that failed, up to the next intact one)
+    prefix: list[bytes]  # per damaged stretch: what came out of it before the damage
+
+    @property
+    def clean(self) -> bool:
+        return not self.damaged
+
+
+def _stream_starts(comp_type: int, raw: bytes, after: int) -> Iterator[int]:
+    """Offsets past ``after`` where a compressed stream may start (a zlib header; bzip2's stream + block magic)."""
+    if comp_type == COMP_ZLIB:
+        at = raw.find(b"\x78", after)
+        while 0 <= at < len(raw) - 1:
+            if ((raw[at] << 8) | raw[at + 1]) % 31 == 0:
+                yield at
+            at = raw.find(b"\x78", at + 1)
+    elif comp_type == COMP_BZIP2:
+        at = raw.find(b"BZh", after)
+        while at >= 0:
+            if raw[at + 3:at + 4].isdigit() and raw[at + 4:at + 10] in (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90"):
+                yield at
+            at = raw.find(b"BZh", at + 1)
+
+
+def _one_stream(comp_type: int, raw: bytes) -> tuple[bytes, int | None]:
+    """(bytes out, compressed length) of the stream at the start of ``raw``; length None when it is damaged."""
+    d = zlib.decompressobj() if comp_type == COMP_ZLIB else bz2.BZ2Decompressor()
+    out = []
+    try:
+        out.append(d.decompress(raw))
+    except (OSError, ValueError, EOFError, zlib.error):
+        # what came out before the damage: feed it again in small pieces
+        d = zlib.decompressobj() if comp_type == COMP_ZLIB else bz2.BZ2Decompressor()
+        out = []
+        for i in range(0, len(raw), 512):
+            try:
+                out.append(d.decompress(raw[i:i + 512]))
+            except (OSError, ValueError, EOFError, zlib.error):
+                break
+            if d.eof:
+                break
+        return b"".join(out), None
+    if not d.eof:
+        return out[0], None
+    return out[0], len(raw) - len(d.unused_data)
+
+
+def scan_region(comp_type: int, raw: bytes) -> RegionScan:
+    if comp_type not in (COMP_ZLIB, COMP_BZIP2):
+        return RegionScan(raw, 1, 0, [])
+    parts, prefix = [], []
+    streams = damaged = 0
+    at = 0
+    while at < len(raw) and raw[at:].strip(b"\0"):
+        got, used = _one_stream(comp_type, raw[at:])
+        if used is not None:
+            parts.append(got)
+            streams += 1
+            at += used
+            continue
+        damaged += 1
+        prefix.append(got)
+        nxt = None
+        for cand in _stream_starts(comp_type, raw, at + 1):
+            if _one_stream(comp_type, raw[cand:])[1] is not None:
+                nxt = cand
+                break
+        if nxt is None:
+            break
+        at = nxt
+    return RegionScan(b"".join(parts), streams, damaged, prefix)
+
+
+def read_span(path: str, off: int, length: int) -> bytes:
     with open(path, "rb") as fh:
         fh.seek(off)
-        raw = fh.read(length)
-    got, clean = decompress_region(hdr.comp_type, raw)
-    return got, clean and len(raw) == length
+        return fh.read(length)
+
+
+def map_damage(hdr: Header, file_size: int) -> list[str]:
+    """Where the header's region map contradicts itself (regions follow each other with no gap, the last one ends
+    the file): one line per contradiction, empty for a consistent map."""
+    out = []
+    end, prev = hdr.size, "header"
+    for key, off, ln in hdr.regions(file_size):
+        if off != end:
+            out.append(f"the {key} region starts at byte {off:,}, the {prev} region ends at {end:,}")
+        end, prev = off + ln, key
+    if end != file_size:
+        out.append(f"the last region ({prev}) ends at byte {end:,} of a {file_size:,}-byte file")
+    return out
+
+
+def write_uncompressed(hdr: Header, regions: list[tuple[str, bytes]], out_fd: int) -> None:
+    """A log with ``hdr``'s header and the given regions ("job", "names", "mod<i>") stored uncompressed."""
+    at = hdr.size
+    name_map = (0, 0)
+    mod_map = [(0, 0)] * len(hdr.mod_map)
+    for key, got in regions:
+        if key == "names":
+            name_map = (at, len(got))
+        elif key.startswith("mod"):
+            mod_map[int(key[3:])] = (at, len(got))
+        at += len(got)
+    with os.fdopen(os.dup(out_fd), "wb") as out:
+        out.write(hdr.pack(COMP_NONE, name_map, mod_map))
+        for _, got in regions:
+            out.write(got)
 
 
 def rewrite_uncompressed(path: str, hdr: Header, out_fd: int) -> list[str]:
@@ -177,10 +286,7 @@ def rewrite_uncompressed(path: str, hdr: Header, out_fd: int) -> list[str]:
     not decompress cleanly (their bytes up to the damage are kept) by key."""
     size = os.path.getsize(path)
     damaged: list[str] = []
-    body: list[bytes] = []
-    at = hdr.size
-    name_map = (0, 0)
-    mod_map = [(0, 0)] * len(hdr.mod_map)
+    regions: list[tuple[str, bytes]] = []
     with open(path, "rb") as fh:
         for key, off, ln in hdr.regions(size):
             fh.seek(off)
@@ -188,17 +294,8 @@ def rewrite_uncompressed(path: str, hdr: Header, out_fd: int) -> list[str]:
             got, clean = decompress_region(hdr.comp_type, raw)
             if not clean or len(raw) != ln:
                 damaged.append(key)
-            body.append(got)
-            if key == "names":
-                name_map = (at, len(got))
-            elif key.startswith("mod"):
-                mod_map[int(key[3:])] = (at, len(got))
-            at += len(got)
-    head = hdr.pack(COMP_NONE, name_map, mod_map)
-    with os.fdopen(os.dup(out_fd), "wb") as out:
-        out.write(head)
-        for b in body:
-            out.write(b)
+            regions.append((key, got))
+    write_uncompressed(hdr, regions, out_fd)
     return damaged
 
 
@@ -266,15 +363,16 @@ class Readable:
     def decompress_regions(self) -> None:
         """From now on ``path`` is an equivalent log whose regions are stored uncompressed."""
         assert self.header is not None
+        comp = COMP_NAMES.get(self.header.comp_type, "?")
         fd, tmp = self._temp()
         try:
             damaged = rewrite_uncompressed(self.path, self.header, fd)
         finally:
             os.close(fd)
         self.path = tmp
-        self.notes.append(f"{COMP_NAMES.get(self.header.comp_type, '?')}-compressed regions decompressed by iodiag "
-                          "(this darshan-util was built without it)"
-                          + (f"; damaged regions: {', '.join(damaged)}" if damaged else ""))
+        self.header = read_header(self._head())
+        self.notes.append(f"{comp}-compressed regions decompressed by iodiag (this darshan-util was built without "
+                          f"{comp})" + (f"; damaged regions: {', '.join(damaged)}" if damaged else ""))
 
     def close(self) -> None:
         for t in self._temps:

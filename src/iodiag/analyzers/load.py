@@ -24,7 +24,7 @@ from ..profile import (
 )
 from .batches import OpsBuilder, OpsSource, chunks, streams
 from .readers.darshan import ALL_MODULES, COUNTER_MODULES, dxt_columns, dxt_segment_keys
-from .readers.darshan_decode import NAMES
+from .readers.darshan_decode import MAP, NAMES
 from .readers.darshan_lib import MODULE_VERSIONS
 from .readers.isolate import LogResult, read_logs
 
@@ -346,6 +346,10 @@ class _JobFold:
             if mod == NAMES:  # names only: every number is there, some files are unnamed
                 self.issues.append(LoadIssue(path=r.path, kind="names-lost", cause=cause,
                                              next_step="files whose names were lost are shown as <unnamed ...>"))
+                continue
+            if mod == MAP:  # the container's map, repaired; what it cost any module is that module's own issue
+                self.issues.append(LoadIssue(path=r.path, kind="damaged-header", cause=cause,
+                                             next_step="the modules listed as lost, if any, say what it cost"))
                 continue
             log_partial = True
             if mod not in self.partial_modules:

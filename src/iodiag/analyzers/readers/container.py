@@ -5,7 +5,7 @@ darshan-util can be handed a log it is able to read:
 
 - a log whose regions are bzip2-compressed (Darshan 3.4.4+ can write them) when darshan-util was built without
   bzip2 (pydarshan's wheel is): the regions are decompressed here with Python's ``bz2`` and darshan-util reads an
-  equivalent log whose regions are stored uncompressed (``DARSHAN_NO_COMP``, a type darshan-util reads);
+  equivalent log whose regions are zlib streams (``write_regions``);
 - a whole log compressed by gzip or bzip2 (``x.darshan.gz``, ``x.darshan.bz2``): decompressed to a temporary file;
 - a Darshan 2.x log (format "2.xx", usually gzip'd): refused with a message saying what it is.
 
@@ -251,39 +251,92 @@ def read_span(path: str, off: int, length: int) -> bytes:
 
 
 def map_damage(hdr: Header, file_size: int) -> list[str]:
-    """Where the header's region map contradicts itself (regions follow each other with no gap, the last one ends
-    the file): one line per contradiction, empty for a consistent map."""
+    """Where the header's region map contradicts itself (regions follow each other with no gap, in the order
+    Darshan writes them, and the last one ends the file): one line per contradiction, empty for a consistent map."""
     out = []
     end, prev = hdr.size, "header"
-    for key, off, ln in hdr.regions(file_size):
+    for key, off, ln in _written_order(hdr, file_size):
         if off != end:
-            out.append(f"the {key} region starts at byte {off:,}, the {prev} region ends at {end:,}")
+            out.append(f"the {_label(key, hdr)} region starts at byte {off:,}, the {_label(prev, hdr)} region ends at {end:,}")
         end, prev = off + ln, key
-    if end != file_size:
-        out.append(f"the last region ({prev}) ends at byte {end:,} of a {file_size:,}-byte file")
+    if end < file_size:  # (a file that ends inside a region was cut short: each region read says so)
+        out.append(f"the last region ({_label(prev, hdr)}) ends at byte {end:,} of a {file_size:,}-byte file")
     return out
 
 
-def write_uncompressed(hdr: Header, regions: list[tuple[str, bytes]], out_fd: int) -> None:
-    """A log with ``hdr``'s header and the given regions ("job", "names", "mod<i>") stored uncompressed."""
+def module_name(hdr: Header, stored: int) -> str:
+    """The name of the module at index ``stored`` of this log's header (older formats number modules after H5D
+    and PNETCDF_VAR one lower: darshan-util shifts them as it opens the log)."""
+    from .darshan_lib import MOD_NAMES
+
+    idx = stored
+    if hdr.minor < 20 and idx >= 4:
+        idx += 1
+    if hdr.minor < 41 and idx >= 6:
+        idx += 1
+    return MOD_NAMES[idx] if idx < len(MOD_NAMES) else f"module {idx}"
+
+
+def _label(key: str, hdr: Header) -> str:
+    return module_name(hdr, int(key[3:])) if key.startswith("mod") else key
+
+
+def _written_order(hdr: Header, file_size: int) -> list[tuple[str, int, int]]:
+    """The regions in the order Darshan writes them (job, names, modules by index), whatever their offsets say."""
+    regions = hdr.regions(file_size)
+    rank = {"job": -2, "names": -1}
+    return sorted(regions, key=lambda r: rank.get(r[0], int(r[0][3:]) if r[0].startswith("mod") else 99))
+
+
+def repaired_spans(hdr: Header, file_size: int) -> dict[str, tuple[int, int]]:
+    """Each region's (offset, length) by the boundaries the regions share, for a map that contradicts itself
+    (``map_damage``).  Where a region's end and the next one's start disagree, one of the two numbers is damaged:
+    when the next region's own end agrees with the region after it, its offset is sound (the length before it
+    is the damaged number); else its offset is the damaged one.  Only the regions whose span changes."""
+    regs = _written_order(hdr, file_size)
+    starts = [off for _, off, _ in regs] + [file_size]
+    ends = [off + ln for _, off, ln in regs]
+    bounds = [hdr.size]
+    for k in range(len(regs)):
+        nxt_start = starts[k + 1]
+        if ends[k] == nxt_start or k + 1 == len(regs):
+            bounds.append(nxt_start if k + 1 < len(regs) else file_size)
+            continue
+        nxt_sound = k + 2 > len(regs) or ends[k + 1] == starts[k + 2]
+        bounds.append(nxt_start if nxt_sound else ends[k])
+    out = {}
+    for k, (key, off, ln) in enumerate(regs):
+        a, b = bounds[k], bounds[k + 1]
+        if (a, b - a) != (off, ln) and 0 <= a < b <= file_size:
+            out[key] = (a, b - a)
+    return out
+
+
+def write_regions(hdr: Header, regions: list[tuple[str, bytes]], out_fd: int) -> None:
+    """A log with ``hdr``'s header and the given regions ("job", "names", "mod<i>"), each one zlib stream (level 1:
+    fast).  zlib, not "stored uncompressed": darshan-util 3.5.0 reads a DARSHAN_NO_COMP region wrongly past its
+    first MiB (its staging buffer's position is not reset when the buffer is refilled)."""
     at = hdr.size
     name_map = (0, 0)
     mod_map = [(0, 0)] * len(hdr.mod_map)
+    packed = []
     for key, got in regions:
+        z = zlib.compress(got, 1) if got else b""
         if key == "names":
-            name_map = (at, len(got))
+            name_map = (at, len(z))
         elif key.startswith("mod"):
-            mod_map[int(key[3:])] = (at, len(got))
-        at += len(got)
+            mod_map[int(key[3:])] = (at, len(z))
+        packed.append(z)
+        at += len(z)
     with os.fdopen(os.dup(out_fd), "wb") as out:
-        out.write(hdr.pack(COMP_NONE, name_map, mod_map))
-        for _, got in regions:
-            out.write(got)
+        out.write(hdr.pack(COMP_ZLIB, name_map, mod_map))
+        for z in packed:
+            out.write(z)
 
 
-def rewrite_uncompressed(path: str, hdr: Header, out_fd: int) -> list[str]:
-    """Write ``path`` to ``out_fd`` as an equivalent log whose regions are stored uncompressed; the regions that did
-    not decompress cleanly (their bytes up to the damage are kept) by key."""
+def recompress(path: str, hdr: Header, out_fd: int) -> list[str]:
+    """Write ``path`` to ``out_fd`` as an equivalent log whose regions are zlib streams; the regions that did not
+    decompress cleanly (their bytes up to the damage are kept) by key."""
     size = os.path.getsize(path)
     damaged: list[str] = []
     regions: list[tuple[str, bytes]] = []
@@ -295,7 +348,7 @@ def rewrite_uncompressed(path: str, hdr: Header, out_fd: int) -> list[str]:
             if not clean or len(raw) != ln:
                 damaged.append(key)
             regions.append((key, got))
-    write_uncompressed(hdr, regions, out_fd)
+    write_regions(hdr, regions, out_fd)
     return damaged
 
 
@@ -323,7 +376,7 @@ class Readable:
     """What darshan-util is handed for a log (``path``), made on the way in, removed on the way out of ``with``.
 
     A whole-file gzip/bzip2 log is decompressed to a temporary file at once; a Darshan 2.x log raises
-    ContainerError; ``decompress_regions`` makes an equivalent log with bzip2 regions stored uncompressed (called
+    ContainerError; ``decompress_regions`` makes an equivalent log with bzip2 regions re-compressed as zlib (called
     only when darshan-util refuses the log).  Anything not recognised is left as it is: darshan-util says what it
     thinks of it."""
 
@@ -361,18 +414,18 @@ class Readable:
         return fd, tmp
 
     def decompress_regions(self) -> None:
-        """From now on ``path`` is an equivalent log whose regions are stored uncompressed."""
+        """From now on ``path`` is an equivalent log whose regions are zlib streams."""
         assert self.header is not None
         comp = COMP_NAMES.get(self.header.comp_type, "?")
         fd, tmp = self._temp()
         try:
-            damaged = rewrite_uncompressed(self.path, self.header, fd)
+            damaged = recompress(self.path, self.header, fd)
         finally:
             os.close(fd)
         self.path = tmp
         self.header = read_header(self._head())
         self.notes.append(f"{comp}-compressed regions decompressed by iodiag (this darshan-util was built without "
-                          f"{comp})" + (f"; damaged regions: {', '.join(damaged)}" if damaged else ""))
+                          f"{comp}; re-compressed as zlib)" + (f"; damaged regions: {', '.join(damaged)}" if damaged else ""))
 
     def close(self) -> None:
         for t in self._temps:

@@ -298,11 +298,12 @@ _DECODERS = {"LUSTRE": _decode_lustre, "HEATMAP": _decode_heatmap}
 # region asked for from its intact compressed streams only (``_from_blocks``), for a region darshan-util crashes on
 NAMES = "(names)"
 BLOCKS = "(from-blocks)"
+MAP = "(region map)"  # the key of a loss that is about the header's region map, not one module
 
 
 def _open(src: container.Readable):
     """A darshan-util handle on the log ``src`` stands for; a log whose bzip2 regions this darshan-util cannot
-    decompress is handed to it with the regions decompressed by iodiag (``container``)."""
+    decompress is handed to it with the regions decompressed by iodiag and re-compressed as zlib (``container``)."""
     ffi, L = lib()
     handle = L.darshan_log_open(os.fsencode(src.path))
     if handle == ffi.NULL and src.header is not None and src.header.comp_type == container.COMP_BZIP2:
@@ -352,7 +353,7 @@ def _record_size(mod: str, ver: int) -> int | None:
 
 def _from_blocks(src: container.Readable, mod: str, idx: int, ver: int, span: tuple[int, int] | None = None):
     """Module ``mod`` decoded by darshan-util from the intact compressed streams of its region only (a log with
-    that one region, stored uncompressed, made for the purpose): the records before *and after* a damaged stream.
+    that one region, re-compressed, made for the purpose): the records before *and after* a damaged stream.
     (record or None, what the region held: {"blocks", "damaged_blocks", "expected", "exact"}) or None when the
     container cannot be read."""
     hdr = src.header
@@ -375,17 +376,19 @@ def _from_blocks(src: container.Readable, mod: str, idx: int, ver: int, span: tu
     job, _ = container.decompress_region(hdr.comp_type, container.read_span(src.path, job_off, job_len))
     fd, tmp = src._temp()
     try:
-        container.write_uncompressed(hdr, [("job", job), (f"mod{stored}", body)], fd)
+        container.write_regions(hdr, [("job", job), (f"mod{stored}", body)], fd)
     finally:
         os.close(fd)
     ffi, L = lib()
     h = L.darshan_log_open(os.fsencode(tmp))
     if h == ffi.NULL:
         return None
+    errors: list = []
     try:
-        rec = _decode_module(h, mod, idx, [])
+        rec = _decode_module(h, mod, idx, errors)
     finally:
         L.darshan_log_close(h)
+    seen["decode_error"] = bool(errors)
     return rec, seen
 
 
@@ -448,7 +451,13 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
             want = set(modules or ())
             from_blocks = BLOCKS in want
             losses: list = data["losses"]
-            spans = _map_spans(src) if want else {}
+            spans, map_note = _map_spans(src) if want else ({}, [])
+            if map_note:
+                # the map contradicts itself: darshan-util would read the wrong bytes, silently; every module is
+                # read from its intact streams within the boundaries the regions share
+                from_blocks = True
+                losses.append((MAP, "the header's region map contradicts itself (" + "; ".join(map_note[:2]) +
+                                    "): modules were read within the boundaries their neighbours confirm"))
             for mod, info in header["modules"].items():
                 if mod not in want:
                     continue
@@ -461,17 +470,20 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
                     L.darshan_log_close(handle)
                     handle = ffi.NULL
                     handle = _open(src)
-                span = spans.get(idx)
-                if mine or from_blocks or span is not None:
-                    why = (mine[0][1].split(";")[0] if mine else "darshan-util crashed on its region" if from_blocks
-                           else "the header's region map is damaged")
-                    got = _from_blocks(src, mod, idx, info["ver"], span)
+                if mine or from_blocks:
+                    why = (mine[0][1].split(";")[0] if mine else "the header's region map is damaged" if map_note
+                           else "darshan-util crashed on its region")
+                    got = _from_blocks(src, mod, idx, info["ver"], spans.get(idx))
                     n = rec["n"] if rec is not None else 0
                     if got is not None and got[0] is not None and got[0]["n"] >= n:
                         rec, n = got[0], got[0]["n"]
                     seen = got[1] if got is not None else None
-                    # nothing is lost when the intact region holds exactly the records decoded
-                    if not (seen is not None and not seen["damaged_blocks"] and seen["exact"] and seen["expected"] == n):
+                    # nothing is lost when the region's intact streams, all in the file, decode without an error
+                    # into as many records as their size holds
+                    complete = (seen is not None and not seen["damaged_blocks"] and not seen["decode_error"]
+                                and seen["bytes_in_file"] == seen["region_bytes"]
+                                and (seen["expected"] == n if seen["expected"] is not None else n > 0))
+                    if not complete:
                         losses.append((mod, _lost_records(mod, n, seen, why)))
                         data.setdefault("lost_records", {})[mod] = {"decoded": n, **(seen or {})}
                 if rec is None:
@@ -489,16 +501,19 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
 
 def _names_from_blocks(src: container.Readable, losses: list) -> dict[int, str]:
     """The record names from the intact compressed streams of the name region (a log with the job and name
-    regions only, stored uncompressed), for a name region darshan-util crashes on."""
+    regions only, re-compressed), for a name region darshan-util crashes on."""
     hdr = src.header
     if hdr is None or not hdr.name_map[1]:
         return {}
-    scan = container.scan_region(hdr.comp_type, container.read_span(src.path, *hdr.name_map))
+    span = hdr.name_map
+    if container.map_damage(hdr, os.path.getsize(src.path)):
+        span = container.repaired_spans(hdr, os.path.getsize(src.path)).get("names", span)
+    scan = container.scan_region(hdr.comp_type, container.read_span(src.path, *span))
     job_off, job_len = hdr.regions(os.path.getsize(src.path))[0][1:]
     job, _ = container.decompress_region(hdr.comp_type, container.read_span(src.path, job_off, job_len))
     fd, tmp = src._temp()
     try:
-        container.write_uncompressed(hdr, [("job", job), ("names", scan.data)], fd)
+        container.write_regions(hdr, [("job", job), ("names", scan.data)], fd)
     finally:
         os.close(fd)
     ffi, L = lib()
@@ -516,21 +531,20 @@ def _names_from_blocks(src: container.Readable, losses: list) -> dict[int, str]:
     return got
 
 
-def _map_spans(src: container.Readable) -> dict[int, tuple[int, int]]:
-    """Modules whose region the header's map gives too short (a damaged length: darshan-util would stop early,
-    silently): module index -> (offset, length up to where the next region starts).  Empty for a consistent map."""
+def _map_spans(src: container.Readable) -> tuple[dict[int, tuple[int, int]], list[str]]:
+    """For a header whose region map contradicts itself: (module index -> repaired (offset, length), what the
+    contradictions are); ({}, []) for a consistent map."""
     hdr = src.header
     if hdr is None or hdr.comp_type == container.COMP_NONE:
-        return {}
+        return {}, []
     size = os.path.getsize(src.path)
-    if not container.map_damage(hdr, size):
-        return {}
-    regions = hdr.regions(size)
+    note = container.map_damage(hdr, size)
+    if not note:
+        return {}, []
     out = {}
-    for (key, off, ln), nxt in zip(regions, [r[1] for r in regions[1:]] + [size]):
-        if key.startswith("mod") and off + ln < nxt and all(off >= o + l for k, o, l in regions if o < off):
-            stored = int(key[3:])
+    for key, span in container.repaired_spans(hdr, size).items():
+        if key.startswith("mod"):
             for idx in range(len(MOD_NAMES)):
-                if _stored_index(hdr, idx) == stored:
-                    out[idx] = (off, nxt - off)
-    return out
+                if _stored_index(hdr, idx) == int(key[3:]):
+                    out[idx] = span
+    return out, note

@@ -85,3 +85,130 @@ def test_implausible_process_counts_and_ranks_are_replaced_and_said():
     assert prof.job.nprocs == 32
     assert any(i.kind == "damaged-record" and "4,456,448" in i.cause for i in prof.issues_seen)
     assert len(prof.processes) == 32
+
+
+# -- one flipped byte inside a module, the name region or the header's region map --------------------------------
+#
+# The treddy mpi-io-test log (32 ranks, format 3.21) compresses each rank's share of each region on its own (32
+# zlib streams per region).  One flipped byte damages one stream: darshan-util stops (or aborts) there, iodiag
+# decodes the module again from its intact streams and says what was lost, in records.
+
+TREDDY = "darshan-logs/darshan_logs/mpi_io_test_with_dxt/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan"
+MODULE_OF = {1: "POSIX", 2: "MPI-IO", 8: "STDIO", 9: "DXT_POSIX", 10: "DXT_MPIIO"}  # stored index in a 3.21 header
+
+
+def _counts(prof):
+    return {m: len(prof.module(m)) for m in ("POSIX", "MPI-IO", "STDIO")} | {
+        "ops": len(prof.ops), "names": sum(not p.startswith("<unnamed") for p in prof.files["path"].tolist())}
+
+
+@pytest.fixture(scope="module")
+def treddy():
+    from iodiag.analyzers.readers.container import read_header
+
+    src = corpus_path(TREDDY)
+    data = src.read_bytes()
+    return src, data, read_header(data), load_job([str(src)])
+
+
+def _flipped(tmp_path, data, pos, bit=0x10, name="flip"):
+    out = tmp_path / f"{name}-{pos}.darshan"
+    b = bytearray(data)
+    b[pos] ^= bit
+    out.write_bytes(bytes(b))
+    return out
+
+
+@pytest.mark.parametrize("stored", sorted(MODULE_OF), ids=[MODULE_OF[k] for k in sorted(MODULE_OF)])
+@pytest.mark.parametrize("where", [0.3, 0.7])
+def test_one_flipped_byte_in_a_module_costs_one_ranks_records_of_that_module(tmp_path, treddy, stored, where):
+    src, data, hdr, whole = treddy
+    mod = MODULE_OF[stored]
+    off, ln = hdr.mod_map[stored]
+    bad = _flipped(tmp_path, data, off + int(ln * where))
+    prof = load_job([str(bad)])  # before: rc 6 (the whole log) for POSIX, MPI-IO and STDIO
+    errs = [i for i in prof.issues_seen if i.module == mod]
+    assert len(errs) == 1 and mod in prof.job.partial_modules, prof.issues_seen
+    # counted against what the region holds: "93 of about 96 records decoded (...)"
+    m = re.search(r"([\d,]+) of about ([\d,]+) records decoded", errs[0].cause)
+    assert m, errs[0].cause
+    got, expected = (int(x.replace(",", "")) for x in m.groups())
+    full = _counts(whole)
+    before = full[mod] if mod in full else int(((whole.ops["module"] == (0 if mod == "DXT_POSIX" else 1))).sum())
+    if mod in full:
+        assert expected == full[mod] and got == len(prof.module(mod))
+        # one rank's stream of the 32 is lost: its share, not the records after the damage
+        assert full[mod] - got == full[mod] // 32
+    else:
+        assert expected == {"DXT_POSIX": 64, "DXT_MPIIO": 32}[mod] and got == expected - expected // 32
+    # every other module is the undamaged log's, to the record; the names too
+    now = _counts(prof)
+    for k in ("POSIX", "MPI-IO", "STDIO", "names"):
+        if k != mod:
+            assert now[k] == full[k], k
+    other = 1 if mod == "DXT_POSIX" else 0
+    if mod.startswith("DXT_"):
+        assert int((prof.ops["module"] == other).sum()) == int((whole.ops["module"] == other).sum())
+    else:
+        assert now["ops"] == full["ops"]
+    assert before > 0
+
+
+def test_a_flipped_byte_in_the_name_region_costs_one_ranks_names_only(tmp_path, treddy):
+    src, data, hdr, whole = treddy
+    off, ln = hdr.name_map
+    bad = _flipped(tmp_path, data, off + int(ln * 0.3))  # darshan-util aborts on it: before, the whole log was lost
+    prof = load_job([str(bad)])
+    full, now = _counts(whole), _counts(prof)
+    assert {k: now[k] for k in ("POSIX", "MPI-IO", "STDIO", "ops")} == {k: full[k] for k in ("POSIX", "MPI-IO", "STDIO", "ops")}
+    assert full["names"] - 2 <= now["names"] < full["names"]
+    assert [i.kind for i in prof.issues_seen] == ["names-lost"] and not prof.job.partial_modules
+
+
+@pytest.mark.parametrize("stored", sorted(MODULE_OF), ids=[MODULE_OF[k] for k in sorted(MODULE_OF)])
+@pytest.mark.parametrize("field", ["off", "len"])
+@pytest.mark.parametrize("bit", [0x01, 0x80])
+def test_a_flipped_bit_in_the_header_region_map_loses_nothing(tmp_path, treddy, stored, field, bit):
+    """A region's offset or length one bit off: darshan-util read a module short or shifted (one rank's records
+    gone, with no loss reported).  The regions' shared boundaries give the true spans back: nothing is lost, and the
+    repair is said."""
+    src, data, hdr, whole = treddy
+    pos = 40 + 16 * stored + (8 if field == "len" else 0)  # mod_map of the 3.00-3.21 header starts at byte 40
+    assert int.from_bytes(data[pos:pos + 8], "little") == hdr.mod_map[stored][field == "len"]
+    prof = load_job([str(_flipped(tmp_path, data, pos, bit, "map"))])
+    assert _counts(prof) == _counts(whole)
+    assert not prof.job.partial_modules
+    assert [i.kind for i in prof.issues_seen] == ["damaged-header"]
+    assert "region map contradicts itself" in prof.issues_seen[0].cause
+
+
+def test_a_damaged_bzip2_region_costs_that_module_and_says_so(tmp_path):
+    """The bzip2 copy of the treddy log (tests/data/bzip2-logs), one byte flipped in its POSIX region.  iodiag
+    decompresses the bzip2 streams itself; darshan-convert wrote each region as one bzip2 stream, so POSIX is lost
+    whole - and said to be, not left out silently - and every other module is the undamaged copy's."""
+    from conftest import REPO
+    from iodiag.analyzers.readers.container import read_header
+
+    src = REPO / "tests" / "data" / "bzip2-logs" / "bzip2" / TREDDY.rsplit("/", 1)[1]
+    data = src.read_bytes()
+    hdr = read_header(data)
+    off, ln = hdr.mod_map[1]  # format 3.41 after darshan-convert: POSIX is module 1 still
+    whole = load_job([str(src)])
+    prof = load_job([str(_flipped(tmp_path, data, off + ln // 2))])
+    errs = [i for i in prof.issues_seen if i.module == "POSIX"]
+    assert len(errs) == 1 and "0 records decoded" in errs[0].cause and "bzip2 streams are damaged" in errs[0].cause
+    assert "POSIX" in prof.job.partial_modules and "POSIX" in prof.job.modules
+    assert len(prof.module("MPI-IO")) == len(whole.module("MPI-IO")) and len(prof.ops) == len(whole.ops)
+    assert len(prof.module("STDIO")) == len(whole.module("STDIO"))
+
+
+def test_a_lost_module_is_never_reported_as_partial_none(tmp_path, treddy):
+    src, data, hdr, whole = treddy
+    off, ln = hdr.mod_map[9]  # DXT_POSIX
+    bad = _flipped(tmp_path, data, off + ln // 2)
+    rep = json.loads(run_cli("report", str(bad), "--json").stdout)
+    assert rep["job"]["partial_modules"] == ["DXT_POSIX"]
+    err = [e for e in rep["errors"] if e.get("module") == "DXT_POSIX"]
+    assert err and "of about 64 records decoded" in err[0]["cause"]
+    res = run_cli("report", str(bad))
+    assert res.returncode == 0 and "partial: DXT_POSIX" in res.stdout.decode()

@@ -344,7 +344,11 @@ def recompress(path: str, hdr: Header, out_fd: int) -> list[str]:
         for key, off, ln in hdr.regions(size):
             fh.seek(off)
             raw = fh.read(ln)
-            got, clean = decompress_region(hdr.comp_type, raw)
+            if key == "job":  # one stream: what comes out before any damage
+                got, clean = decompress_region(hdr.comp_type, raw)
+            else:  # the intact streams only (a damaged one may end inside a record): the loss is counted later
+                scan = scan_region(hdr.comp_type, raw)
+                got, clean = scan.data, scan.clean
             if not clean or len(raw) != ln:
                 damaged.append(key)
             regions.append((key, got))
@@ -383,6 +387,7 @@ class Readable:
     def __init__(self, path: str) -> None:
         self.path = path
         self.notes: list[str] = []
+        self.damaged: set[str] = set()  # regions (keys) that did not decompress cleanly when iodiag re-compressed them
         self._temps: list[str] = []
         try:
             head = self._head()
@@ -400,6 +405,7 @@ class Readable:
             if v2 is not None:
                 raise ContainerError(*darshan2_message(v2, outer))
             self.header = read_header(head)
+            self.origin = (self.path, self.header)  # the log as written (decompressed whole): its own regions
         except BaseException:
             self.close()
             raise
@@ -424,6 +430,7 @@ class Readable:
             os.close(fd)
         self.path = tmp
         self.header = read_header(self._head())
+        self.damaged.update(damaged)
         self.notes.append(f"{comp}-compressed regions decompressed by iodiag (this darshan-util was built without "
                           f"{comp}; re-compressed as zlib)" + (f"; damaged regions: {', '.join(damaged)}" if damaged else ""))
 

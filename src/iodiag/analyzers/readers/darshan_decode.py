@@ -356,12 +356,12 @@ def _from_blocks(src: container.Readable, mod: str, idx: int, ver: int, span: tu
     that one region, re-compressed, made for the purpose): the records before *and after* a damaged stream.
     (record or None, what the region held: {"blocks", "damaged_blocks", "expected", "exact"}) or None when the
     container cannot be read."""
-    hdr = src.header
+    path, hdr = src.origin  # the regions as written (a bzip2 log's, not the re-compressed copy's)
     stored = _stored_index(hdr, idx) if hdr is not None else None
     if stored is None:
         return None
     off, ln = span or hdr.mod_map[stored]
-    raw = container.read_span(src.path, off, ln)
+    raw = container.read_span(path, off, ln)
     scan = container.scan_region(hdr.comp_type, raw)
     size = _record_size(mod, ver)
     body = scan.data
@@ -372,8 +372,8 @@ def _from_blocks(src: container.Readable, mod: str, idx: int, ver: int, span: tu
     seen = {"blocks": scan.streams + scan.damaged, "damaged_blocks": scan.damaged,
             "expected": len(body) // size if size else None, "exact": bool(size) and scan.clean and len(raw) == ln,
             "region_bytes": ln, "bytes_in_file": len(raw)}
-    job_off, job_len = hdr.regions(os.path.getsize(src.path))[0][1:]
-    job, _ = container.decompress_region(hdr.comp_type, container.read_span(src.path, job_off, job_len))
+    job_off, job_len = hdr.regions(os.path.getsize(path))[0][1:]
+    job, _ = container.decompress_region(hdr.comp_type, container.read_span(path, job_off, job_len))
     fd, tmp = src._temp()
     try:
         container.write_regions(hdr, [("job", job), (f"mod{stored}", body)], fd)
@@ -466,6 +466,9 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
                     continue
                 mine: list = []
                 rec = None if from_blocks else _decode_module(handle, mod, idx, mine)
+                stored = _stored_index(src.origin[1], idx) if src.origin[1] is not None else None
+                if not mine and f"mod{stored}" in src.damaged:  # iodiag's own decompression found the damage
+                    mine.append((mod, f"its {container.COMP_NAMES[src.origin[1].comp_type]} streams are damaged"))
                 if mine:  # this handle's decompression state is spent: a fresh one for the rest
                     L.darshan_log_close(handle)
                     handle = ffi.NULL
@@ -491,8 +494,26 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
                 data["mods"][mod] = rec
                 if info["len"] > 0 and rec["n"] == 0 and not any(m == mod for m, _ in losses):
                     losses.append((mod, f"the header says this module holds {info['len']} bytes but no record could be read: the log is truncated or damaged"))
+            for key in sorted(src.damaged):  # a region iodiag re-compressed with no intact stream: gone from the copy
+                if not key.startswith("mod"):
+                    continue
+                ohdr = src.origin[1]
+                mod = container.module_name(ohdr, int(key[3:]))
+                if mod not in want or mod in data["mods"] or any(m == mod for m, _ in losses) or mod not in MOD_NAMES:
+                    continue
+                idx, ver = MOD_NAMES.index(mod), ohdr.mod_ver[int(key[3:])]
+                header["modules"].setdefault(mod, {"len": ohdr.mod_map[int(key[3:])][1], "ver": ver, "idx": idx,
+                                                   "partial": False})
+                got = _from_blocks(src, mod, idx, ver)
+                rec = got[0] if got is not None else None
+                if rec is not None:
+                    data["mods"][mod] = rec
+                n = rec["n"] if rec is not None else 0
+                losses.append((mod, _lost_records(mod, n, got[1] if got is not None else None,
+                                                  f"its {container.COMP_NAMES[ohdr.comp_type]} streams are damaged")))
             if names and want:
-                data["names"] = _names_from_blocks(src, losses) if from_blocks else _names(handle)
+                blocks = from_blocks or "names" in src.damaged
+                data["names"] = _names_from_blocks(src, losses) if blocks else _names(handle)
             return data
         finally:
             if handle != ffi.NULL:
@@ -502,15 +523,15 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
 def _names_from_blocks(src: container.Readable, losses: list) -> dict[int, str]:
     """The record names from the intact compressed streams of the name region (a log with the job and name
     regions only, re-compressed), for a name region darshan-util crashes on."""
-    hdr = src.header
+    path, hdr = src.origin
     if hdr is None or not hdr.name_map[1]:
         return {}
     span = hdr.name_map
-    if container.map_damage(hdr, os.path.getsize(src.path)):
-        span = container.repaired_spans(hdr, os.path.getsize(src.path)).get("names", span)
-    scan = container.scan_region(hdr.comp_type, container.read_span(src.path, *span))
-    job_off, job_len = hdr.regions(os.path.getsize(src.path))[0][1:]
-    job, _ = container.decompress_region(hdr.comp_type, container.read_span(src.path, job_off, job_len))
+    if container.map_damage(hdr, os.path.getsize(path)):
+        span = container.repaired_spans(hdr, os.path.getsize(path)).get("names", span)
+    scan = container.scan_region(hdr.comp_type, container.read_span(path, *span))
+    job_off, job_len = hdr.regions(os.path.getsize(path))[0][1:]
+    job, _ = container.decompress_region(hdr.comp_type, container.read_span(path, job_off, job_len))
     fd, tmp = src._temp()
     try:
         container.write_regions(hdr, [("job", job), ("names", scan.data)], fd)
@@ -534,10 +555,10 @@ def _names_from_blocks(src: container.Readable, losses: list) -> dict[int, str]:
 def _map_spans(src: container.Readable) -> tuple[dict[int, tuple[int, int]], list[str]]:
     """For a header whose region map contradicts itself: (module index -> repaired (offset, length), what the
     contradictions are); ({}, []) for a consistent map."""
-    hdr = src.header
+    path, hdr = src.origin
     if hdr is None or hdr.comp_type == container.COMP_NONE:
         return {}, []
-    size = os.path.getsize(src.path)
+    size = os.path.getsize(path)
     note = container.map_damage(hdr, size)
     if not note:
         return {}, []

@@ -212,3 +212,81 @@ def test_a_lost_module_is_never_reported_as_partial_none(tmp_path, treddy):
     assert err and "of about 64 records decoded" in err[0]["cause"]
     res = run_cli("report", str(bad))
     assert res.returncode == 0 and "partial: DXT_POSIX" in res.stdout.decode()
+
+
+def test_a_garbage_rank_matching_a_garbage_process_count_does_not_set_nprocs():
+    """The IOR PnetCDF corpus log (4 processes; POSIX, MPI-IO, PNETCDF, STDIO, HEATMAP) decoded, then damaged as
+    a real log was: the header claims 4,456,449 processes and one PNETCDF_FILE record claims rank 4,456,448 - a
+    count its own garbage rank agrees with.  Every other module's ranks say 4: the profile uses 4 and says why."""
+    from iodiag.analyzers.load import build_profile
+    from iodiag.analyzers.readers.darshan import read_log
+    from iodiag.analyzers.readers.isolate import LogResult
+
+    path = str(corpus_path("darshan-logs/darshan_logs/ior_pnetcdf_hdf5/"
+                           "shane_ior-PNETCDF_id438100-438100_11-9-41525-10280033558448664385_1.darshan"))
+    good = build_profile([LogResult(path, data=read_log(path))])
+    data = read_log(path)
+    data["header"]["nprocs"] = 4_456_449
+    pn = data["mods"]["PNETCDF_FILE"]
+    pn["rank"] = pn["rank"].copy()
+    pn["rank"][0] = 4_456_448
+    prof = build_profile([LogResult(path, data=data)])
+    assert good.job.nprocs == prof.job.nprocs == 4 and len(prof.processes) == 4
+    hdr = [i for i in prof.issues_seen if i.kind == "damaged-header"]
+    assert hdr and "4,456,449" in hdr[0].cause and "4,456,448 in PNETCDF_FILE" in hdr[0].cause
+    assert "HEATMAP" in hdr[0].cause
+    assert any(i.kind == "damaged-record" and "4,456,448" in i.cause for i in prof.issues_seen)
+    # the bytes of the damaged record are kept (as shared by the log's processes), not lost
+    assert prof.module("PNETCDF_FILE") is not None and len(prof.module("PNETCDF_FILE")) == len(good.module("PNETCDF_FILE"))
+
+
+def _partial_log(rep):
+    return next(f for f in rep["findings"] if f["id"] == "partial-log")
+
+
+def test_a_module_in_a_newer_format_is_said_so_not_blamed_on_a_killed_process(tmp_path):
+    """The 3.5.0 release log with its LUSTRE region's module version raised from 2 to 3 in the header (as a newer
+    Darshan would write it): darshan-util refuses that region only.  The loss names the module, both versions, the
+    log format and the writer; the partial-log finding is LOW (a layout module) and its advice is a newer
+    darshan-util - not 'let processes exit normally', since no process was killed and no log was lost."""
+    from iodiag.analyzers.readers.container import read_header
+
+    src = corpus_path("darshan-logs/darshan_logs/release_logs/mpi-io-test-x86_64-3.5.0.darshan")
+    data = bytearray(src.read_bytes())
+    hdr = read_header(bytes(data))
+    at = 1072 + 4 * 8  # mod_ver[8] (LUSTRE) of a format-3.41 header
+    assert hdr.mod_ver[8] == 2 == int.from_bytes(data[at:at + 4], "little")
+    data[at:at + 4] = (3).to_bytes(4, "little")
+    bad = tmp_path / src.name
+    bad.write_bytes(bytes(data))
+    whole, prof = load_job([str(src)]), load_job([str(bad)])
+    errs = [i for i in prof.issues_seen if i.module == "LUSTRE"]
+    assert [i.kind for i in prof.issues_seen] == ["newer-format"], prof.issues_seen
+    assert ("module format version 3; this darshan-util reads LUSTRE up to version 2 (log format 3.41, written by "
+            "Darshan 3.5.0)") in errs[0].cause
+    for mod in ("POSIX", "MPI-IO", "STDIO"):
+        assert len(prof.module(mod)) == len(whole.module(mod))
+    rep = json.loads(run_cli("report", str(bad), "--json").stdout)
+    f = _partial_log(rep)
+    assert f["severity"] == "low" and "logs_lost" not in f["evidence"]
+    assert "darshan-util as new as Darshan 3.5.0" in f["recommendation"]
+    assert "exit normally" not in f["recommendation"]
+
+
+def test_a_pre_release_log_that_loses_a_module_says_so(tmp_path):
+    """treddy_h5d_no_h5f.darshan was written by Darshan 3.4.0-pre1 (format 3.21); one byte flipped in its HEATMAP
+    region.  The cause names the pre-release and the module; the finding is LOW and blames no process."""
+    from iodiag.analyzers.readers.container import read_header
+
+    src = corpus_path("darshan-logs/darshan_logs/hdf5_orthogonality/treddy_h5d_no_h5f.darshan")
+    data = bytearray(src.read_bytes())
+    off, ln = read_header(bytes(data)).mod_map[14]  # HEATMAP in a 3.21 header
+    data[off + ln // 2] ^= 0x10
+    bad = tmp_path / src.name
+    bad.write_bytes(bytes(data))
+    prof = load_job([str(bad)])
+    errs = [i for i in prof.issues_seen if i.module == "HEATMAP"]
+    assert errs and "a pre-release Darshan wrote this log (log format 3.21, written by Darshan 3.4.0-pre1)" in errs[0].cause
+    assert "HEATMAP" in prof.job.partial_modules and len(prof.module("POSIX")) == len(load_job([str(src)]).module("POSIX"))
+    f = _partial_log(json.loads(run_cli("report", str(bad), "--json").stdout))
+    assert f["severity"] == "low" and "exit normally" not in f["recommendation"]

@@ -17,14 +17,13 @@ each other: the job region right after the header, then the name region, then th
 
 from __future__ import annotations
 
-import bz2
-import contextlib
 import os
 import struct
-import tempfile
 import zlib
-from dataclasses import dataclass, field
 from typing import Iterator
+
+# bz2, gzip and tempfile are imported where used: this module is imported before a reader child forks, on the
+# path of every report, and most logs need none of them
 
 MAGIC_NR = 6567223  # DARSHAN_MAGIC_NR, also Darshan 2's CP_MAGIC_NR
 COMP_ZLIB, COMP_BZIP2, COMP_NONE = 0, 1, 2  # enum darshan_comp_type
@@ -48,19 +47,21 @@ class ContainerError(Exception):
         self.next_step = next_step
 
 
-@dataclass
 class Header:
-    version: str  # the format version, e.g. "3.41"
-    major: int
-    minor: int
-    byteorder: str  # "<" or ">": the order the log was written in
-    comp_type: int
-    partial_flag: int
-    name_map: tuple[int, int]
-    mod_map: list[tuple[int, int]]  # as stored, before darshan-util's index shifts for old formats
-    mod_ver: list[int]
-    size: int  # bytes of the header (where the job region starts)
-    fmt: str = field(repr=False, default="")
+    """``struct darshan_header`` of one log (the map as stored, before darshan-util's index shifts for old formats)."""
+
+    __slots__ = ("version", "major", "minor", "byteorder", "comp_type", "partial_flag", "name_map", "mod_map",
+                 "mod_ver", "size", "fmt")
+
+    def __init__(self, version: str, major: int, minor: int, byteorder: str, comp_type: int, partial_flag: int,
+                 name_map: tuple[int, int], mod_map: list[tuple[int, int]], mod_ver: list[int], size: int,
+                 fmt: str) -> None:
+        self.version, self.major, self.minor = version, major, minor  # format version, e.g. "3.41"
+        self.byteorder = byteorder  # "<" or ">": the order the log was written in
+        self.comp_type, self.partial_flag = comp_type, partial_flag
+        self.name_map, self.mod_map, self.mod_ver = name_map, mod_map, mod_ver
+        self.size = size  # bytes of the header (where the job region starts)
+        self.fmt = fmt
 
     def regions(self, file_size: int) -> list[tuple[str, int, int]]:
         """Every region as (key, offset, length) in file order: "job", "names", then "mod<i>" (stored index)."""
@@ -137,6 +138,12 @@ def darshan2_message(version: str, compressed: str | None = None) -> tuple[str, 
 
 # -- decompressing regions ---------------------------------------------------------------------------------------
 
+def _bz2():
+    import bz2
+
+    return bz2
+
+
 def _streams(data: bytes, make) -> tuple[bytes, bool]:
     """Concatenated compressed streams (one per writer rank in an MPI log) decompressed: (bytes, clean).  Stops at
     the first damaged stream (``clean`` False) with what came out before it."""
@@ -160,19 +167,21 @@ def decompress_region(comp_type: int, data: bytes) -> tuple[bytes, bool]:
     if comp_type == COMP_ZLIB:
         return _streams(data, zlib.decompressobj)
     if comp_type == COMP_BZIP2:
-        return _streams(data, bz2.BZ2Decompressor)
+        return _streams(data, _bz2().BZ2Decompressor)
     return data, True
 
 
-@dataclass
 class RegionScan:
     """A region decompressed stream by stream, past damaged streams (an MPI log's module region is one compressed
     stream per writing rank, so the streams after a damaged one still hold their records)."""
 
-    data: bytes  # the intact streams' bytes, in order
-    streams: int  # intact streams
-    damaged: int  # damaged stretches skipped (a stream that failed, up to the next intact one)
-    prefix: list[bytes]  # per damaged stretch: what came out of it before the damage
+    __slots__ = ("data", "streams", "damaged", "prefix")
+
+    def __init__(self, data: bytes, streams: int, damaged: int, prefix: list[bytes]) -> None:
+        self.data = data  # the intact streams' bytes, in order
+        self.streams = streams  # intact streams
+        self.damaged = damaged  # damaged stretches skipped (a stream that failed, up to the next intact one)
+        self.prefix = prefix  # per damaged stretch: what came out of it before the damage
 
     @property
     def clean(self) -> bool:
@@ -197,13 +206,13 @@ def _stream_starts(comp_type: int, raw: bytes, after: int) -> Iterator[int]:
 
 def _one_stream(comp_type: int, raw: bytes) -> tuple[bytes, int | None]:
     """(bytes out, compressed length) of the stream at the start of ``raw``; length None when it is damaged."""
-    d = zlib.decompressobj() if comp_type == COMP_ZLIB else bz2.BZ2Decompressor()
+    d = zlib.decompressobj() if comp_type == COMP_ZLIB else _bz2().BZ2Decompressor()
     out = []
     try:
         out.append(d.decompress(raw))
     except (OSError, ValueError, EOFError, zlib.error):
         # what came out before the damage: feed it again in small pieces
-        d = zlib.decompressobj() if comp_type == COMP_ZLIB else bz2.BZ2Decompressor()
+        d = zlib.decompressobj() if comp_type == COMP_ZLIB else _bz2().BZ2Decompressor()
         out = []
         for i in range(0, len(raw), 512):
             try:
@@ -362,7 +371,9 @@ HEAD_BYTES = 1328  # the largest header (format 3.41)
 
 
 def _decompress_whole(path: str, kind: str, fd: int) -> None:
-    opener = {"gzip": __import__("gzip").open, "bzip2": bz2.open}[kind]
+    import gzip
+
+    opener = {"gzip": gzip.open, "bzip2": _bz2().open}[kind]
     try:
         with opener(path, "rb") as src, os.fdopen(os.dup(fd), "wb") as dst:
             while True:
@@ -415,6 +426,8 @@ class Readable:
             return fh.read(HEAD_BYTES)
 
     def _temp(self) -> tuple[int, str]:
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix="iodiag-log-", suffix=".darshan")
         self._temps.append(tmp)
         return fd, tmp
@@ -436,8 +449,10 @@ class Readable:
 
     def close(self) -> None:
         for t in self._temps:
-            with contextlib.suppress(OSError):
+            try:
                 os.unlink(t)
+            except OSError:
+                pass
         self._temps = []
 
     def __enter__(self) -> "Readable":

@@ -127,7 +127,7 @@ def _exec_images(profile: JobProfile, folder: Path, recovered: list[dict]) -> No
     if not len(pr):
         return
     paths = np.asarray([str(p) for p in pr["log_path"].tolist()], dtype=object)
-    execd = np.isin(paths, list(logs))
+    execd = np.fromiter((p in logs for p in paths), bool, len(paths))
     end = pr["end_s"].copy()
     for i in np.flatnonzero(execd & (pr["pid"] >= 0)):
         nxt = pr["start_s"][(pr["pid"] == pr["pid"][i]) & ~execd & (pr["start_s"] >= pr["start_s"][i])]

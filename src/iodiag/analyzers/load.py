@@ -184,7 +184,8 @@ def _plausible_nprocs(d: dict[str, Any], path: str, issues: list[LoadIssue]) -> 
             ok = ranks[(ranks >= 0) & (ranks < min(max(n, 1), MAX_PLAUSIBLE_NPROCS))]
             if len(ok):
                 seen = max(seen, int(ok.max()) + 1)
-                by_mod[mod] = np.unique(ok)
+                if n > 100_000:  # only a huge count is checked against the ranks' density (below)
+                    by_mod[mod] = unique(ok)
     # a huge count with every rank in the records a thousand times smaller is damage, not a job: a real job
     # of 100,000+ processes that did I/O leaves records of more than its first 0.1 % of ranks
     huge = n > 100_000 and 0 < seen * 1000 < n
@@ -193,7 +194,7 @@ def _plausible_nprocs(d: dict[str, Any], path: str, issues: list[LoadIssue]) -> 
         # the count may be matched by a damaged record: a garbage rank just under a garbage count (a header of
         # 4,456,449 processes and one PNETCDF record of rank 4,456,448, while the HEATMAP ranks say 0-3).  Ranks
         # are dense in a real job: a rank far above a thousand times the distinct ranks below it is damage
-        distinct = np.unique(np.concatenate(list(by_mod.values())))
+        distinct = unique(np.concatenate(list(by_mod.values())))
         keep = distinct + 1 <= 1000 * np.arange(1, len(distinct) + 1)
         cut = int(np.argmin(keep)) if not keep.all() else len(distinct)
         dense = int(distinct[cut - 1]) + 1 if cut else 0

@@ -210,6 +210,9 @@ def test_a_lost_module_is_never_reported_as_partial_none(tmp_path, treddy):
     assert rep["job"]["partial_modules"] == ["DXT_POSIX"]
     err = [e for e in rep["errors"] if e.get("module") == "DXT_POSIX"]
     assert err and "of about 64 records decoded" in err[0]["cause"]
+    # damage is not a record cap: no MAX_RECORDS / DXT memory advice, and LOW (a trace module)
+    f = _partial_log(rep)
+    assert f["severity"] == "low" and "MAX_RECORDS" not in f["recommendation"]
     res = run_cli("report", str(bad))
     assert res.returncode == 0 and "partial: DXT_POSIX" in res.stdout.decode()
 

@@ -42,7 +42,10 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     m = metrics_of(profile)
     lines, ev = [], {"partial_modules": partial, "issues": len(issues)}
     mem = 0.0
-    cnt = [mod for mod in partial if mod in _COUNTER_MODS]
+    # the modules Darshan flagged partial (a record cap or a full DXT buffer): a larger cap would have kept them.
+    # Records lost to a damaged or unreadable region are not a cap: no MAX_RECORDS line for them
+    capped = {i.module for i in issues if i.kind == "partial-module"}
+    cnt = [mod for mod in partial if mod in _COUNTER_MODS and mod in capped]
     if cnt:
         # a partial module may hold no decoded records (not read, or every record lost): the floor applies
         recs = max((int(np.bincount(np.clip(t["proc"], 0, None)).max()) for t in map(profile.module, cnt)
@@ -51,7 +54,7 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
         ev["records_per_process_seen"] = recs
         lines.append(f"MAX_RECORDS {need} {','.join(cnt)}")
         mem += need * 1024 * len(cnt)  # a counter record is < 1 KiB
-    dxt = [mod for mod in partial if mod.startswith("DXT_")]
+    dxt = [mod for mod in partial if mod.startswith("DXT_") and mod in capped]
     if dxt:
         lv = m.level
         posix = lv["module"] == "POSIX"
@@ -75,7 +78,7 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     else:
         # a whole log lost costs every number of its processes; records lost from a counter module make that
         # module's numbers lower bounds; a trace, heatmap or layout module lost costs detail only
-        sev = "high" if lost else ("medium" if cnt else "low")
+        sev = "high" if lost else ("medium" if cnt or any(i.module in _COUNTER_MODS for i in mod_lost) else "low")
     facts: dict = {}
     if lines:  # the Darshan configuration that would have kept everything
         facts["config_lines"] = lines + ([f"MOD_ENABLE {','.join(dxt)}"] if dxt else [])

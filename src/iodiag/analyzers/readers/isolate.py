@@ -287,8 +287,14 @@ def _salvage(res: LogResult, modules: tuple, *, names: bool, timeout_s: float) -
     then each module, then the record names.  A region darshan-util crashes on is decoded once more from its
     intact compressed streams only (``BLOCKS``); what still fails is reported lost, with the cause, and the rest
     of the log is kept."""
+    hangs = [1 if res.error_kind == "timeout" else 0]
+
     def one(mods: tuple, with_names: bool = False) -> LogResult:
-        return next(iter(_read_logs([res.path], mods, names=with_names, timeout_s=timeout_s, isolate=True)))
+        if hangs[0] >= 2:  # a log that hangs the reader again and again: no more timeouts spent on it
+            return LogResult(res.path, error_kind="timeout", error="not tried: the reader hung on this log twice")
+        got = next(iter(_read_logs([res.path], mods, names=with_names, timeout_s=timeout_s, isolate=True)))
+        hangs[0] += got.error_kind == "timeout"
+        return got
 
     head = one(())
     if head.data is None:

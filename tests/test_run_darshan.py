@@ -268,3 +268,59 @@ def test_process_killed_while_darshan_writes_its_log_is_recovered(runtime, tmp_p
         # killed after Darshan began rewriting the header for the compressed log: said, not hidden
         assert any(i.kind == "unreadable" and "mmap-recovered" in i.cause for i in prof.issues_seen)
         assert prof.job.metadata["signal"] == "SIGKILL"
+
+
+EXEC_SCRIPT = """#!/bin/bash
+dd if=input.bin of=copy.bin bs=64k 2>/dev/null
+cat input.bin > /dev/null
+exec cat input.bin > /dev/null
+"""
+
+
+def test_a_batch_script_that_execs_is_not_a_killed_process(runtime, tmp_path):
+    """A bash batch script runs dd and cat, then ``exec cat``.  Each bash image that exec replaces (the script
+    itself, and each child bash forks before it execs dd or cat) leaves its mmap log: Darshan's shutdown never runs
+    for it.  That is not a kill: the job is complete, the images' records are kept (the script's own read of
+    app.sh is in bash's mmap log), and no log is reported as lacking an end time."""
+    if runtime.mmap_logs is False:
+        pytest.skip("this Darshan runtime was built with --disable-mmap-logs")
+    work = tmp_path / "work"
+    work.mkdir()
+    data = os.urandom(409_806)
+    (work / "input.bin").write_bytes(data)
+    app = work / "app.sh"
+    app.write_text(EXEC_SCRIPT)
+    app.chmod(0o755)
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    res = run_cli("run", "--darshan", "--", "./app.sh", env=home, cwd=str(work))
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    rec = find_job("last", root=tmp_path / "store")
+    assert rec.data["partial"] is False and rec.data["partial_reasons"] == []
+    execd = [r for r in rec.data["recovered_logs"] if r["when"] == "replaced by exec"]
+    assert execd and all(r["exec"] in ("cat", "dd") for r in execd)
+    assert rec.data["pid"] in {r["pid"] for r in execd}  # the script's own image: replaced by `exec cat`
+    assert any("replaced its image (bash) by exec (cat)" in n for n in rec.data["run_notes"])
+    prof = load_job_record(rec)
+    kinds = {i.kind for i in prof.issues_seen}
+    assert not kinds & {"recovered-mmap", "no-end-time", "killed", "missing-log"}, prof.issues_seen
+    assert not prof.job.runtime_derived and not prof.job.partial_modules
+    # bash's records are kept: it read the script it ran
+    posix = prof.counters["POSIX"]
+    paths = dict(zip(prof.files["file_id"].tolist(), prof.files["path"].tolist()))
+    script_reads = sum(int(b) for f, b in zip(posix["file_id"].tolist(), posix["POSIX_BYTES_READ"].tolist())
+                       if paths.get(f) == str(app))
+    assert script_reads >= len(EXEC_SCRIPT)
+    # and so are the reads of dd, cat and the exec'd cat (to /dev/null: read(), which Darshan sees)
+    read = sum(int(b) for f, b in zip(posix["file_id"].tolist(), posix["POSIX_BYTES_READ"].tolist())
+               if paths.get(f) == str(work / "input.bin"))
+    assert read == 3 * len(data)
+    # the main process's bash image ends when its exec'd cat starts
+    pr = prof.processes
+    main = pr["pid"] == rec.data["pid"]
+    assert main.sum() == 2
+    ends, starts = pr["end_s"][main], pr["start_s"][main]
+    assert ends.min() <= starts.max() + 1.0  # one clock (Darshan's seconds): the first image ends by the second's start
+    rep = json.loads(run_cli("report", "last", "--json", env=home).stdout)
+    assert not [e for e in rep["errors"] if e["kind"] in ("recovered-mmap", "no-end-time")]
+    assert not any(f["id"] == "partial-log" for f in rep["findings"])
+    assert any("copy_file_range" in b for b in rep["job"]["blind_spots"])  # what `cat in > out` would not show

@@ -97,11 +97,11 @@ def test_a_path_that_is_none_of_the_forms_says_what_it_is(tmp_path):
     with pytest.raises(InputNotFound, match="a text file of 10 bytes: not a Darshan log") as e:
         resolve(str(text))
     assert "job id" in e.value.hint and "folder of logs" in e.value.hint
-    gz = tmp_path / "run.darshan.gz"
-    gz.write_bytes(b"\x1f\x8b")
+    xz = tmp_path / "run.darshan.xz"
+    xz.write_bytes(b"\xfd7zXZ\x00")
     with pytest.raises(InputUnreadable, match="compressed Darshan log") as e:
-        resolve(str(gz))
-    assert "gunzip -k" in e.value.hint
+        resolve(str(xz))
+    assert "unxz -k" in e.value.hint
     with pytest.raises(InputNotFound, match="holds 1 compressed log"):
         resolve(str(tmp_path))
     (tmp_path / "empty").mkdir()

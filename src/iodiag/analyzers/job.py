@@ -105,6 +105,20 @@ def darshan_blind_spots(version: str | None, glibc: str | None = None) -> list[s
     return []
 
 
+def darshan_copy_blind_spot(version: str | None) -> list[str]:
+    """Darshan (3.5.0's runtime has no wrapper for them) does not see copy_file_range(), sendfile() or splice():
+    GNU cat and cp (coreutils 9) copy file to file with copy_file_range, so neither side of such a copy is
+    counted: a batch script's ``cat in > out`` shows 0 bytes read."""
+    try:
+        dv = tuple(int(x) for x in str(version or "0").split(".")[:2])
+    except ValueError:
+        return []
+    if dv > (3, 5):
+        return []
+    return ["copy_file_range()/sendfile()/splice() (GNU cat and cp copy file to file with copy_file_range: Darshan "
+            "counts neither the read nor the write of such a copy; iodiag run --collector embedded counts them)"]
+
+
 def role_of(pid: int, *, workers: set, clients: set, main: int | None, cmdline: str) -> str:
     """A process's role in a job recorded by ``iodiag run``: worker, client, scheduler, nanny or child."""
     if pid in workers:
@@ -132,6 +146,30 @@ def _set_roles(profile: JobProfile, d: dict) -> None:
     roles = [role_of(int(pid), workers=workers, clients=clients, main=d.get("pid"), cmdline=cmd.get(int(pid), ""))
              for pid in pr["pid"].tolist()]
     profile.processes = pr.with_columns(role=np.asarray(roles, dtype=object))
+
+
+def _exec_images(profile: JobProfile, folder: Path, recovered: list[dict]) -> None:
+    """Images that exec replaced (``iodiag run`` recovered their mmap logs): not killed processes.  Their logs have
+    no end time because Darshan's shutdown never runs for such an image; the image ended when the same process
+    started its next program, whose log begins then.  That start becomes the image's end, and the log is not
+    reported as a process without an end."""
+    logs = {str(folder / r["log"]) for r in recovered if r.get("when") == "replaced by exec"}
+    if not logs:
+        return
+    profile.issues_seen[:] = [i for i in profile.issues_seen if not (i.kind == "no-end-time" and i.path in logs)]
+    pr = profile.processes
+    if not len(pr):
+        return
+    paths = np.asarray([str(p) for p in pr["log_path"].tolist()], dtype=object)
+    execd = np.fromiter((p in logs for p in paths), bool, len(paths))
+    end = pr["end_s"].copy()
+    for i in np.flatnonzero(execd & (pr["pid"] >= 0)):
+        nxt = pr["start_s"][(pr["pid"] == pr["pid"][i]) & ~execd & (pr["start_s"] >= pr["start_s"][i])]
+        if len(nxt):
+            end[i] = max(end[i], float(nxt.min()))
+    profile.processes = pr.with_columns(end_s=end)
+    if not any(i.kind == "no-end-time" for i in profile.issues_seen):
+        profile.job.runtime_derived = False
 
 
 def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config | None = None) -> JobProfile:
@@ -201,9 +239,9 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
     info.folder = str(folder)
     info.snapshot = _snapshot(folder, issues)
     if collector == "darshan":
-        info.blind_spots.extend(darshan_blind_spots(info.collector_version or
-                                                    (d.get("versions") or {}).get("darshan_runtime"),
-                                                    _recorded_glibc(info.snapshot)))
+        version = info.collector_version or (d.get("versions") or {}).get("darshan_runtime")
+        info.blind_spots.extend(darshan_blind_spots(version, _recorded_glibc(info.snapshot))
+                                + darshan_copy_blind_spot(version))
     if len(profile.files):
         from .readers.arrays import job_arrays
 
@@ -234,7 +272,10 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
         issues.append(LoadIssue(path=where, kind="missing-log",
                                 cause=f"process {m.get('pid') or '?'} ({m.get('role')}): {m.get('cause')}",
                                 next_step="its I/O is absent from every table; numbers are a lower bound"))
+    _exec_images(profile, folder, d.get("recovered_logs") or [])
     for r in d.get("recovered_logs") or []:
+        if r.get("when") == "replaced by exec":
+            continue  # not a loss: the image ended by exec, its records are whole (_exec_images)
         issues.append(LoadIssue(path=str(folder / r["log"]), kind="recovered-mmap",
                                 cause=f"process {r.get('pid') or '?'} ({r.get('role')}) ended without Darshan's shutdown (a signal, or os._exit as pool workers do); its records come "
                                       "from the mmap log Darshan keeps while running (no end time)",

@@ -15,9 +15,9 @@ from ..errors import AmbiguousInput, InputNotFound, InputUnreadable, UsageError
 from .load import parse_log_name, read_headers
 
 LOG_SUFFIXES = (".darshan", ".darshan_partial")
-# compressed logs (site archives keep some so): recognised, not read yet -> how to decompress one
-COMPRESSED_LOG_SUFFIXES = {".darshan.gz": "gunzip -k", ".darshan.bz2": "bunzip2 -k", ".darshan.xz": "unxz -k",
-                           ".darshan.zst": "unzstd"}
+# whole-file compressed logs: gzip and bzip2 are read as logs (readers/container.py decompresses them); these
+# others are recognised, not read yet -> how to decompress one
+COMPRESSED_LOG_SUFFIXES = {".darshan.xz": "unxz -k", ".darshan.zst": "unzstd"}
 DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR: the int64 after the 8-byte version string of every log's header
 JOB_RECORD = "job.json"  # = jobs.store.RECORD_NAME (not imported: the job store is only needed for jobs)
 ACCEPTED = ("a Darshan log, a folder of logs, an iodiag job folder or job id / name / 'last' (`iodiag jobs`), or a "
@@ -151,8 +151,8 @@ def resolve(target: str, *, log_tree: str | None = None, pick: str | None = None
     """The one dispatcher of TARGET for every command that takes a job (report, compare, recommend, verify).
 
     In this order: an existing path is a job folder (it holds job.json; or that job.json itself), a folder of
-    Darshan logs, or a log (named *.darshan*, or any file with a Darshan header); a compressed log (.darshan.gz,
-    .bz2, .xz, .zst) is recognised and said to need decompressing.  A path that exists but is none of these is an
+    Darshan logs, or a log (named *.darshan*, gzip'd or bzip2'd ones too, or any file with a Darshan header); a
+    log compressed otherwise (.darshan.xz, .zst) is recognised and said to need decompressing.  A path that exists but is none of these is an
     error that says what it is and what is accepted (exit 3).  Otherwise: a numeric id with a log tree
     (--log-tree or $IODIAG_LOG_TREE) is a scheduler job id, looked up there; anything else is an iodiag job id,
     unique prefix, name or 'last' in the job store ``store`` (None: ``jobs.store.store_root``'s default).

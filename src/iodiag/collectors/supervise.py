@@ -43,9 +43,13 @@ class ProcessSeen:
     cmdline: str
     first_seen_s: float
     last_seen_s: float
+    earlier: list[str] = field(default_factory=list)  # command lines of images it replaced by exec, oldest first
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if not out["earlier"]:
+            del out["earlier"]
+        return out
 
 
 @dataclass
@@ -154,6 +158,7 @@ class _Watch:
                 seen.last_seen_s = now
                 if seen.comm != comm:  # exec'd since
                     seen.comm = comm
+                    seen.earlier.append(seen.cmdline)
                     seen.cmdline = _cmdline(pid)
         if self.folder is None:
             return

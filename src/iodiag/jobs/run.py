@@ -51,6 +51,8 @@ ENV_KEEP = re.compile(
 )
 SCHEDULER_IDS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID")
 LOG_PID_RE = re.compile(r"_id(?P<jobid>-?\d+)-(?P<pid>\d+)_")
+# a final log's name: <user>_<exe>_id<jobid>-<pid>_<date>-<seconds>-<hash>_<n>.darshan (Darshan's non-MPI naming)
+LOG_EXE_RE = re.compile(r"^(?P<user>[^_]+)_(?P<exe>.+)_id(?P<jobid>-?\d+)-(?P<pid>\d+)_\d+-\d+-\d+-\d+_\d+\.darshan$")
 
 
 @dataclass
@@ -358,8 +360,69 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
             m = LOG_PID_RE.search(p.name)
             if m:
                 interrupted[int(m["pid"])] = f"{p.name}, {p.stat().st_size} bytes"
+        # a process whose image was replaced by exec (a batch script's `exec prog`): Darshan's shutdown never runs
+        # for the first image, so its mmap log stays; the same pid then writes the next image's log under another
+        # program name.  Not a kill: its records are kept, its end is the exec.
+        log_exes: dict[int, set[str]] = {}
+        for p in found["logs"]:
+            m = LOG_EXE_RE.match(p.name)
+            if m:
+                log_exes.setdefault(int(m["pid"]), set()).add(m["exe"])
+
+        def images(q: int) -> set[str]:
+            """Program names process ``q`` ran as: its command lines seen, and its parent's (a forked child runs
+            its parent's program until it execs)."""
+            seen = procs.get(q)
+            if seen is None:
+                return set()
+            lines = [*seen.earlier, seen.cmdline]
+            if seen.ppid in procs:
+                lines += [*procs[seen.ppid].earlier, procs[seen.ppid].cmdline]
+            return {os.path.basename(c.split(" ", 1)[0]) for c in lines if c}
+
+        given: set[int] = set()  # processes already given a pre-exec image by the name-only match
+
+        def exec_pid(name: str, pid: int | None) -> tuple[int | None, str] | None:
+            """(pid or None when several processes fit, the program it exec'd) for an mmap log left by an image
+            that exec replaced; None when no process fits (then it is a process that died)."""
+            m = dcol.MMAP_RE.match(name)
+            if not m:
+                return None
+            exe = m["exe"]
+
+            def after(q: int) -> str | None:
+                others = sorted(e for e in log_exes.get(q, ()) if e != exe)
+                return others[0] if others else None
+
+            if pid is not None:
+                return (pid, after(pid)) if after(pid) else None
+            cands = [q for q in sorted(log_exes) if after(q) and exe in images(q)]
+            if not cands:
+                return None
+            left = [q for q in cands if q not in given]
+            if len(left) == 1:
+                given.add(left[0])
+                return left[0], after(left[0])
+            return None, after(cands[0])
+
         for path, remnant in candidates:
-            pid = outcome.mapped.get(path.name) or infer_pid(path.name)
+            pid = outcome.mapped.get(path.name)
+            replaced = exec_pid(path.name, pid) if remnant else None
+            if replaced is not None:
+                pid, image = replaced
+                new = dcol.recover_mmap_log(path, dest_dir=logs_dir, pid=pid)
+                if new is None:
+                    continue
+                role = (_role(pid, outcome, worker_pids, client_pids, procs) if pid is not None else
+                        "a process that exec'd; several fit, which one is not recorded")
+                found["logs"].append(new)
+                recovered.append({"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
+                                  "when": "replaced by exec", "exec": image})
+                run_notes.append(f"process {pid or '?'} ({role}) replaced its image ({dcol.MMAP_RE.match(path.name)['exe']}) "
+                                 f"by exec ({image}): Darshan's shutdown never runs for an image exec replaces; its "
+                                 "records were recovered from its mmap log")
+                continue
+            pid = pid or infer_pid(path.name)
             if pid in logged_pids:  # the process finished its log: nothing to recover
                 continue
             if not remnant and pid not in expected and pid not in interrupted:

@@ -443,8 +443,14 @@ def _partial_log(f: Finding, cfg: Config) -> str:
                    + f"{modmem} DARSHAN_NAMEMEM={names} alone would not lift the record cap; iodiag run --darshan "
                    "writes such a file itself)")
     if facts.get("lost"):
+        # the next step that fits the cause the reader found (an empty log: a process killed before Darshan's
+        # shutdown; a crash: a damaged file; a Darshan 2 log: darshan-util 2.x)
+        step = facts["lost"].get("next_step") or ("let processes exit normally (Dask: close the client/cluster; no "
+                                                  "SIGKILL) or recover mmap logs with darshan-convert")
         rec.append(f"{f.evidence['logs_lost']} log(s) could not be read ({facts['lost']['path']}: {facts['lost']['cause']}); "
-                   "let processes exit normally (Dask: close the client/cluster; no SIGKILL) or recover mmap logs with darshan-convert")
+                   + step)
+    if facts.get("module_losses"):
+        rec.append("; ".join(facts["module_losses"][:3]))
     if facts.get("other_issues"):
         rec.append("; ".join(facts["other_issues"][:3]))
     return "; ".join(rec) or "no action needed"

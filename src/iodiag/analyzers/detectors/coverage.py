@@ -27,7 +27,8 @@ from ..timemodel import wall_cost_of_rows
 from ._common import finding, top_files
 
 _COUNTER_MODS = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
-_LOST = ("unreadable", "crashed", "timeout", "missing-log", "truncated")
+_LOST = ("unreadable", "crashed", "timeout", "missing-log")  # whole logs lost
+_MODULE_LOST = ("truncated", "newer-format")  # records of one module of a log lost (the issue names the module)
 
 
 def _pow2(n: float) -> int:
@@ -42,7 +43,10 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     m = metrics_of(profile)
     lines, ev = [], {"partial_modules": partial, "issues": len(issues)}
     mem = 0.0
-    cnt = [mod for mod in partial if mod in _COUNTER_MODS]
+    # the modules Darshan flagged partial (a record cap or a full DXT buffer): a larger cap would have kept them.
+    # Records lost to a damaged or unreadable region are not a cap: no MAX_RECORDS line for them
+    capped = {i.module for i in issues if i.kind == "partial-module"}
+    cnt = [mod for mod in partial if mod in _COUNTER_MODS and mod in capped]
     if cnt:
         # a partial module may hold no decoded records (not read, or every record lost): the floor applies
         recs = max((int(np.bincount(np.clip(t["proc"], 0, None)).max()) for t in map(profile.module, cnt)
@@ -51,7 +55,7 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
         ev["records_per_process_seen"] = recs
         lines.append(f"MAX_RECORDS {need} {','.join(cnt)}")
         mem += need * 1024 * len(cnt)  # a counter record is < 1 KiB
-    dxt = [mod for mod in partial if mod.startswith("DXT_")]
+    dxt = [mod for mod in partial if mod.startswith("DXT_") and mod in capped]
     if dxt:
         lv = m.level
         posix = lv["module"] == "POSIX"
@@ -68,19 +72,25 @@ def detect_partial_log(profile: JobProfile, cfg: Config) -> list[Finding]:
     lost = [i for i in issues if i.kind in _LOST]
     if lost:
         ev["logs_lost"] = len({i.path for i in lost})
+    mod_lost = [i for i in issues if i.kind in _MODULE_LOST]
     ev["issue_kinds"] = sorted({i.kind for i in issues})
     if not lines and not lost and not partial:
         sev = "info"
     else:
-        sev = "high" if lost else ("medium" if cnt else "low")
+        # a whole log lost costs every number of its processes; records lost from a counter module make that
+        # module's numbers lower bounds; a trace, heatmap or layout module lost costs detail only
+        sev = "high" if lost else ("medium" if cnt or any(i.module in _COUNTER_MODS for i in mod_lost) else "low")
     facts: dict = {}
     if lines:  # the Darshan configuration that would have kept everything
         facts["config_lines"] = lines + ([f"MOD_ENABLE {','.join(dxt)}"] if dxt else [])
         facts["modmem_mib"] = max(_pow2(mem / 2 ** 20 * 1.5), 8)
         facts["namemem_mib"] = _pow2(max(len(profile.files) * 4 * 256 / 2 ** 20, 4))
     if lost:
-        facts["lost"] = {"path": lost[0].path, "cause": lost[0].cause}
-    facts["other_issues"] = [f"{i.kind}: {i.cause}" for i in issues if i.kind not in _LOST and i.kind != "partial-module"]
+        facts["lost"] = {"path": lost[0].path, "cause": lost[0].cause, "next_step": lost[0].next_step}
+    if mod_lost:
+        facts["module_losses"] = [f"{i.module}: {i.cause}; {i.next_step}" for i in mod_lost]
+    facts["other_issues"] = [f"{i.kind}: {i.cause}" for i in issues
+                             if i.kind not in _LOST + _MODULE_LOST and i.kind != "partial-module"]
     what = ", ".join(partial) if partial else ", ".join(ev["issue_kinds"])
     return [finding(cfg, profile, PARTIAL_LOG.id, f"the log is incomplete ({what}): numbers are lower bounds", wall_s=None, evidence=ev, severity=sev, facts=facts,
                     files=sorted({i.path for i in issues})[: cfg.report.top_files])]

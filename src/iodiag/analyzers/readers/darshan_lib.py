@@ -40,6 +40,13 @@ STRUCTS = {
     "BG/Q": "struct darshan_bgq_record",
 }
 
+# each module's record format version as darshan-util 3.5.0 (pydarshan's) writes and reads it (the *_VER macros of
+# Darshan's include/*-log-format.h): a log whose module version is higher was written by a newer Darshan
+MODULE_VERSIONS = {
+    "POSIX": 4, "MPI-IO": 3, "H5F": 3, "H5D": 2, "PNETCDF_FILE": 3, "PNETCDF_VAR": 1, "BG/Q": 2, "LUSTRE": 2,
+    "STDIO": 2, "DXT_POSIX": 1, "DXT_MPIIO": 2, "MDHIM": 1, "HEATMAP": 1, "DFS": 1, "DAOS": 1,
+}
+
 # counter-name table prefix in libdarshan-util, per module
 NAME_PREFIX = {
     "POSIX": "posix", "MPI-IO": "mpiio", "H5F": "h5f", "H5D": "h5d",

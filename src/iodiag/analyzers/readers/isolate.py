@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from .darshan_decode import ALL_MODULES, LogReadError, decode_log
+from .darshan_decode import ALL_MODULES, BLOCKS, NAMES, LogReadError, decode_log
 
 _HDR = struct.Struct("<Q")
 CHILD_MEMORY_LIMIT = 16 << 30  # bytes of address space a reader child may use
@@ -31,6 +31,7 @@ class LogResult:
     data: dict[str, Any] | None = None
     error_kind: str | None = None  # unreadable | crashed | timeout
     error: str | None = None
+    next_step: str | None = None  # what to do about the error, when its cause calls for something specific
 
 
 def _send(fd: int, obj: Any, fdsock: Any = None) -> None:
@@ -164,7 +165,7 @@ def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int, fd
     for i, path in enumerate(paths):
         _send(wfd, ("start", i))
         r = _read_one(path, modules, names, raw=True)  # NumPy arrays are the parent's to make (see _arrays)
-        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error), fdsock)
+        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error, r.next_step), fdsock)
     _send(wfd, ("done",))
 
 
@@ -255,11 +256,6 @@ def _describe_status(status: int) -> str:
     return f"the reader exited with status {os.WEXITSTATUS(status)} while decoding this log"
 
 
-# modules a log can be reported without: when darshan-util crashes or hangs on a log, it is read once more
-# without them, so a damaged trace or Lustre/heatmap region does not cost the counters
-OPTIONAL_MODULES = ("DXT_POSIX", "DXT_MPIIO", "HEATMAP", "LUSTRE")
-
-
 def read_logs(
     paths: Iterable[str],
     modules: Iterable[str] = ALL_MODULES,
@@ -272,40 +268,63 @@ def read_logs(
     prefetched: Prefetch | None = None,
 ) -> Iterator[LogResult]:
     """Yield one LogResult per path, in order; never raises for a bad log.  A log that crashed or hung the
-    reader is read again without the optional modules (DXT, HEATMAP, LUSTRE); when that works, the modules
-    left out are reported as lost for that log instead of the whole log.
+    reader is read again one module at a time (``_salvage``); the modules that still fail are reported as lost
+    for that log instead of the whole log.
 
     ``while_reading`` is called once, in this process, while the first reader child decodes (a caller's work
     that does not need the logs, e.g. its imports: it then costs no wall time); what it raises is ignored.
     ``prefetched`` (from ``prefetch``) is adopted when it reads these very logs; the caller closes it after."""
     modules = tuple(modules)
-    optional = tuple(m for m in modules if m in OPTIONAL_MODULES)
-    core = tuple(m for m in modules if m not in OPTIONAL_MODULES)
     for res in _read_logs(paths, modules, names=names, timeout_s=timeout_s, isolate=isolate, progress=progress,
                           while_reading=while_reading, prefetched=prefetched):
-        if res.error_kind in ("crashed", "timeout") and optional and core and isolate:
-            res = _salvage(res, core, optional, names=names, timeout_s=timeout_s)
+        if res.error_kind in ("crashed", "timeout") and (modules or names) and isolate:
+            res = _salvage(res, modules, names=names, timeout_s=timeout_s)
         yield res
 
 
-def _salvage(res: LogResult, core: tuple, optional: tuple, *, names: bool, timeout_s: float) -> LogResult:
-    """Read a log that crashed or hung the reader with its counter modules only, then add the optional modules
-    back one at a time; those that still fail are reported lost, with the cause, instead of the whole log."""
-    def one(mods: tuple) -> LogResult:
-        return next(iter(_read_logs([res.path], mods, names=names, timeout_s=timeout_s, isolate=True)))
+def _salvage(res: LogResult, modules: tuple, *, names: bool, timeout_s: float) -> LogResult:
+    """Read a log that crashed or hung the reader one region at a time, each in a reader of its own: the header,
+    then each module, then the record names.  A region darshan-util crashes on is decoded once more from its
+    intact compressed streams only (``BLOCKS``); what still fails is reported lost, with the cause, and the rest
+    of the log is kept."""
+    hangs = [1 if res.error_kind == "timeout" else 0]
 
-    best = one(core)
-    if best.data is None:
+    def one(mods: tuple, with_names: bool = False) -> LogResult:
+        if hangs[0] >= 2:  # a log that hangs the reader again and again: no more timeouts spent on it
+            return LogResult(res.path, error_kind="timeout", error="not tried: the reader hung on this log twice")
+        got = next(iter(_read_logs([res.path], mods, names=with_names, timeout_s=timeout_s, isolate=True)))
+        hangs[0] += got.error_kind == "timeout"
+        return got
+
+    head = one(())
+    if head.data is None:
         return res
-    kept = core
-    for m in (m for m in optional if m in best.data["header"]["modules"]):
-        trial = one(kept + (m,))
-        if trial.data is not None:
-            best, kept = trial, kept + (m,)
+    data = head.data
+    for m in (m for m in modules if m in data["header"]["modules"]):
+        got = one((m,))
+        if got.data is None and got.error_kind in ("crashed", "timeout"):
+            got = one((m, BLOCKS))
+        if got.data is None:
+            data["losses"].append((m, f"this module's region could not be decoded ({got.error}); every other module "
+                                      "of the log is reported"))
+            continue
+        data["mods"].update(got.data["mods"])
+        data["losses"].extend(got.data["losses"])
+        data.setdefault("lost_records", {}).update(got.data.get("lost_records", {}))
+    if not any(len(m.get("file_id", m.get("rec_rank", ()))) for m in data["mods"].values()):
+        return res  # not one record of any module: nothing of the log is usable, its first error stands
+    if names and modules:
+        got = one((NAMES,), True)
+        if got.data is None and got.error_kind in ("crashed", "timeout"):
+            got = one((NAMES, BLOCKS), True)
+        if got.data is None:
+            data["names"] = {}
+            data["losses"].append((NAMES, f"the record names could not be decoded ({got.error}): files are shown "
+                                          "unnamed; their numbers are complete"))
         else:
-            best.data["losses"].append((m, f"this module's region could not be decoded ({trial.error}); every "
-                                           "other module of the log is reported"))
-    return best
+            data["names"] = got.data.get("names", {})
+            data["losses"].extend(got.data["losses"])
+    return LogResult(res.path, data=data)
 
 
 # -- the reader child and its parent on different CPUs ----------------------------------------------------------
@@ -496,7 +515,8 @@ def _read_logs(
                     if progress:
                         progress(1)
                 elif kind == "err":
-                    yield LogResult(batch[msg[1]], error_kind="unreadable", error=msg[2])
+                    yield LogResult(batch[msg[1]], error_kind="unreadable", error=msg[2],
+                                    next_step=msg[3] if len(msg) > 3 else None)
                     current, next_index = None, msg[1] + 1
                     if progress:
                         progress(1)
@@ -587,7 +607,7 @@ def _read_one(path: str, modules: tuple[str, ...], names: bool, *, raw: bool = F
     try:
         data = decode_log(path, modules, names=names)
     except LogReadError as exc:
-        return LogResult(path, error_kind="unreadable", error=str(exc))
+        return LogResult(path, error_kind="unreadable", error=str(exc), next_step=exc.next_step)
     except Exception as exc:  # noqa: BLE001 - anything inside the reader becomes a per-log error
         return LogResult(path, error_kind="unreadable", error=f"{type(exc).__name__}: {exc}")
     return LogResult(path, data=data) if raw else _arrays(path, data)

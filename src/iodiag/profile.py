@@ -217,6 +217,10 @@ class JobInfo:
     logs: list[str] = field(default_factory=list)
     blind_spots: list[str] = field(default_factory=list)  # what the collector cannot see
     arrays: list[dict] = field(default_factory=list)  # Zarr arrays the job touched (readers/arrays.py), when readable
+    # the workload's end as ``iodiag run`` recorded it (None for a bare Darshan log: no exit status is kept there)
+    exit_status: int | None = None  # the shell's view: exit code, or 128 + signal
+    exit_signal: str | None = None  # e.g. "SIGINT" when a signal ended it
+    partial_reasons: list[str] = field(default_factory=list)  # why ``iodiag run`` marked the job partial
 
 
 def _empty(columns: Mapping[str, str]) -> Table:

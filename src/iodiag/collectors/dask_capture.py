@@ -142,13 +142,21 @@ class Capture:
         self.ended_by = None
         self.scheduler_address = None
         self.final_s = None
+        self.interrupted = None  # "SIGINT" / "SIGTERM" when the capture ended after that signal
         self.poll_s = float(os.environ.get("IODIAG_DASK_POLL_S", "1") or 1)
 
     def path(self, stem, ext):
         return os.path.join(self.out, f"{stem}-{self.tag}.{ext}")
 
     # -- incremental collection -----------------------------------------------
-    async def collect(self):
+    async def collect(self, workers=True):
+        """Append the task stream's new records; with ``workers``, first refresh what is known of the workers
+        (identity, pid, host, clock offset, thread ids: calls that wait for every worker to answer)."""
+        if workers:
+            await self.collect_workers()
+        await self.collect_tasks()
+
+    async def collect_workers(self):
         sched = self.client.scheduler
         info = await sched.identity()
         self.scheduler_address = info.get("address")
@@ -187,7 +195,9 @@ class Capture:
                         changed = True
         if changed:
             self.write_workers()
-        recs = await sched.get_task_stream(start_index=self.cursor)
+
+    async def collect_tasks(self):
+        recs = await self.client.scheduler.get_task_stream(start_index=self.cursor)
         if recs:
             lines = []
             for r in recs:
@@ -236,6 +246,7 @@ class Capture:
             if os.path.exists(self.path("performance-report", "html")) else None,
             "errors": self.errors,
             "final_capture_s": self.final_s,
+            "interrupted_by": self.interrupted,
         }
         try:
             import distributed
@@ -277,13 +288,23 @@ class Capture:
             except Exception as exc:  # noqa: BLE001
                 alive = False
                 self.errors.append(f"scheduler gone at the end ({exc!r}): task stream kept up to the last poll")
+            # after Ctrl-C or SIGTERM (to the whole process group: the workers are ending too) only the
+            # scheduler's own task stream is asked for; a call to the workers would wait for dead ones (30 s
+            # connect timeout seen, past a batch system's grace time before SIGKILL)
+            interrupted = _signalled() is not None or ended_by == "sigterm"
             try:
                 if alive:
-                    await asyncio.wait_for(self.collect(), 30)
+                    await asyncio.wait_for(self.collect_tasks(), 10 if interrupted else 30)
             except Exception as exc:
                 self.errors.append(f"final task stream: {exc!r}")
+            try:  # (after a signal what the polls learnt of the workers stands: they are ending)
+                if alive and not interrupted:
+                    await asyncio.wait_for(self.collect_workers(), 15)
+            except Exception as exc:
+                self.errors.append(f"final worker refresh: {exc!r}")
+            self.interrupted = _signalled() or ("SIGTERM" if ended_by == "sigterm" else None)
             try:
-                if os.environ.get("IODIAG_DASK_REPORT", "1") == "0" or not alive:
+                if os.environ.get("IODIAG_DASK_REPORT", "0") != "1" or not alive or interrupted:
                     raise _Skipped()
                 code = ""
                 main = sys.argv[0] if sys.argv else ""
@@ -432,6 +453,23 @@ def _finish_all(ended_by, timeout=120):
                 cap.write_meta()
             except Exception:
                 pass
+
+
+def _signalled():
+    """"SIGINT" when the script is ending on Ctrl-C: the main thread is handling a KeyboardInterrupt (a
+    ``with Client(...)`` block closing on its way out) or died of one (interpreter exit), else None.  Read from
+    the interpreter, so no signal handler of ours changes what the script sees."""
+    cur = None
+    try:
+        cur = sys._current_exceptions().get(threading.main_thread().ident)
+    except Exception:  # noqa: BLE001 - not CPython
+        pass
+    if isinstance(cur, tuple):  # Python < 3.12: exc_info triples
+        cur = cur[1]
+    for exc in (cur, getattr(sys, "last_value", None), getattr(sys, "last_exc", None)):
+        if isinstance(exc, KeyboardInterrupt):
+            return "SIGINT"
+    return None
 
 
 def _atexit():

@@ -195,6 +195,8 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
     elif d.get("exit_code") is not None:
         info.exit_status = int(d["exit_code"])
     info.partial_reasons = [str(r) for r in d.get("partial_reasons") or []]
+    info.dask_timelines = [dict(c["timeline"], pid=c.get("pid"), end_s=c.get("end_s"))
+                           for c in d.get("dask_clients") or [] if isinstance(c.get("timeline"), dict)]
 
     job_json = str(folder / "job.json")
     for m in d.get("missing_processes") or []:

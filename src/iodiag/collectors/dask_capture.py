@@ -17,12 +17,20 @@ per client (``<tag>`` = ``<pid>-<n>``, the n-th client of that process):
   hostname, nthreads, nanny, first/last seen, gone), rewritten atomically when
   it changes;
 - ``performance-report-<tag>.html``: the scheduler's ``performance_report``
-  (what ``distributed.performance_report`` writes; it needs bokeh; skipped
-  when ``$IODIAG_DASK_REPORT=0``: it is the one fixed cost of the capture,
-  1.5-3.5 s at client close);
+  (what ``distributed.performance_report`` writes; it needs bokeh; only when
+  ``$IODIAG_DASK_REPORT=1`` (``iodiag run --dask-report``): it is the one
+  fixed cost of the capture, 1-3.5 s at client close; never after a signal);
 - ``client-<tag>.json``: client pid/host, scheduler address, start/end, how
-  capture ended (``teardown``, ``cluster-close``, ``atexit``, ``sigterm``) and
-  any capture error.
+  capture ended (``teardown``, ``cluster-close``, ``atexit``, ``sigterm``),
+  ``interrupted_by`` (``SIGINT`` after Ctrl-C, ``SIGTERM``), any capture
+  error, and the run's ``timeline`` (scheduler start, client start, the
+  capture's setup and final seconds, every compute call and graph sent: see
+  ``_time_calls``).
+
+After Ctrl-C or SIGTERM (a terminal or a batch system signals the whole
+process group: the workers are ending too) the final capture asks only the
+scheduler for the rest of the task stream: a call to the workers waits for
+dead ones (30 s seen).
 
 The final capture runs once, from whichever comes first: the client's
 teardown, the close of the client's own cluster (a script that closes the
@@ -143,6 +151,13 @@ class Capture:
         self.scheduler_address = None
         self.final_s = None
         self.interrupted = None  # "SIGINT" / "SIGTERM" when the capture ended after that signal
+        # the run's timeline, from clocks read in this process (time.time(): the task stream's clock on one host)
+        self.scheduler_started = None  # the scheduler's own start time (identity()["started"])
+        self.setup_s = None  # this capture's own cost when the client started
+        self.final_start = None  # when the final capture began (the client or its cluster closing)
+        self.computes = []  # [call, return] of each Client.get (dask.compute / .compute() / to_zarr)
+        self.submits = []  # [start, end, tasks] of each graph sent (Client._graph_to_futures), the first MAX_EVENTS
+        self.n_submits = 0
         self.poll_s = float(os.environ.get("IODIAG_DASK_POLL_S", "1") or 1)
 
     def path(self, stem, ext):
@@ -160,6 +175,8 @@ class Capture:
         sched = self.client.scheduler
         info = await sched.identity()
         self.scheduler_address = info.get("address")
+        if isinstance(info.get("started"), (int, float)):
+            self.scheduler_started = float(info["started"])
         now = time.time()
         current = info.get("workers", {}) or {}
         new = [a for a in current if a not in self.workers]
@@ -247,6 +264,10 @@ class Capture:
             "errors": self.errors,
             "final_capture_s": self.final_s,
             "interrupted_by": self.interrupted,
+            "timeline": {"scheduler_started_s": self.scheduler_started, "client_start_s": self.t0,
+                         "setup_s": self.setup_s, "computes": self.computes, "submits": self.submits,
+                         "submits_total": self.n_submits, "final_start_s": self.final_start,
+                         "final_s": self.final_s},
         }
         try:
             import distributed
@@ -277,7 +298,7 @@ class Capture:
                 return
             self.done = True
             self.ended_by = ended_by
-            t_final = time.time()
+            t_final = self.final_start = time.time()
             if self.poll_task is not None and not self.poll_task.done():
                 self.poll_task.cancel()
             # the workload has ended: every wait from here is bounded by a short probe of the scheduler, so a
@@ -402,12 +423,52 @@ async def dask_setup(client):
         await cap.collect()
     except Exception as exc:
         cap.errors.append(f"first collect: {exc!r}")
+    _time_calls(client, cap)
+    cap.setup_s = time.time() - cap.t0
     cap.write_meta()
     cap.poll_task = asyncio.ensure_future(cap.poll())
     _capture_before(client, "_shutdown", cap, "client-shutdown")  # client.shutdown() stops the scheduler
     cluster = getattr(client, "cluster", None)
     if cluster is not None:
         _capture_before(cluster, "_close", cap, "cluster-close")
+
+
+MAX_EVENTS = 2000  # submissions kept per client (a loop of client.submit calls makes one each)
+
+
+def _time_calls(client, cap) -> None:
+    """Note when each compute call (``Client.get``: what dask.compute, ``.compute()`` and ``to_zarr`` use) runs
+    and when each graph is sent (``Client._graph_to_futures``: also ``submit``/``map``/``persist``), as
+    [start, end] pairs in this process's clock: what tells graph building and submission from the time
+    workers spend between tasks.  Two ``time.time()`` calls per call; a synchronous client only."""
+    if getattr(client, "_asynchronous", False):  # (``asynchronous`` is True in the event loop's thread, here)
+        return
+    get, send = getattr(client, "get", None), getattr(client, "_graph_to_futures", None)
+
+    def timed_get(*args, **kwargs):
+        t = time.time()
+        try:
+            return get(*args, **kwargs)
+        finally:
+            if len(cap.computes) < MAX_EVENTS:
+                cap.computes.append([t, time.time()])
+
+    def timed_send(*args, **kwargs):
+        t = time.time()
+        try:
+            return send(*args, **kwargs)
+        finally:
+            cap.n_submits += 1
+            if len(cap.submits) < MAX_EVENTS:
+                cap.submits.append([t, time.time()])
+
+    try:
+        if get is not None:
+            client.get = timed_get
+        if send is not None:
+            client._graph_to_futures = timed_send
+    except Exception as exc:  # noqa: BLE001 - the timeline is then inferred from the task stream
+        cap.errors.append(f"timeline: {exc!r}")
 
 
 def _capture_before(obj, method: str, cap, ended_by: str) -> None:

@@ -3,8 +3,11 @@
 Both sides run the same NetCDF -> Zarr conversion on a LocalCluster(2 workers x 1 thread) with the
 same Darshan environment (LD_PRELOAD, non-MPI mode, the same generated config file, logs into a
 folder).  "bare" is that environment and `python convert.py`, no iodiag; "iodiag" is
-`iodiag run --darshan convert.py` (supervisor, process watch, Dask capture: task stream, workers,
-performance report).  Runs alternate to spread machine noise; the median wall of each side is used.
+`iodiag run --darshan convert.py` (supervisor, process watch, Dask capture: task stream, workers; since
+issue 28 the performance report is opt-in: the row `iodiag --dask-report` adds it).  Runs are interleaved
+(bare, iodiag, iodiag --dask-report, iodiag --no-dask, bare, ...) to spread machine noise; the median wall
+and CPU of each variant are used, and the median of the per-round differences to bare (each round's runs
+are minutes apart at most, so slow drifts of the machine's load cancel).
 
     python benchmarks/bench_run_overhead.py [--repeats 3] [--size 240] [--out benchmarks/results/run_overhead.md]
 
@@ -63,7 +66,8 @@ def main() -> None:
     env_base = dict(os.environ)
     env_base["PYTHONPATH"] = str(REPO / "src") + (os.pathsep + env_base["PYTHONPATH"] if env_base.get("PYTHONPATH") else "")
 
-    cpu: dict[str, list[float]] = {"bare": [], "iodiag": [], "iodiag --no-dask-report": [], "iodiag --no-dask": []}
+    variants = {"bare": None, "iodiag": [], "iodiag --dask-report": ["--dask-report"], "iodiag --no-dask": ["--no-dask"]}
+    cpu: dict[str, list[float]] = {k: [] for k in variants}
     last_cpu: list[float] = [0.0]
 
     def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -89,24 +93,21 @@ def main() -> None:
         return timed([sys.executable, "-m", "iodiag", "run", "--collector", collector, *extra, str(script),
                       str(work / "in.nc"), str(work / f"i{i}.zarr"), str(args.size)], env)
 
-    walls: dict[str, list[float]] = {"bare": [], "iodiag": [], "iodiag --no-dask-report": [], "iodiag --no-dask": []}
+    walls: dict[str, list[float]] = {k: [] for k in variants}
     bare(-1)  # warm the page cache and imports
-    for i in range(args.repeats):
-        walls["bare"].append(bare(i))
-        cpu["bare"].append(last_cpu[0])
-        walls["iodiag"].append(iodiag(i, []))
-        cpu["iodiag"].append(last_cpu[0])
-        walls["iodiag --no-dask-report"].append(iodiag(200 + i, ["--no-dask-report"]))
-        cpu["iodiag --no-dask-report"].append(last_cpu[0])
-        walls["iodiag --no-dask"].append(iodiag(100 + i, ["--no-dask"]))
-        cpu["iodiag --no-dask"].append(last_cpu[0])
-    final = []
+    for i in range(args.repeats):  # interleaved: A B C D A B C D ...
+        for j, (k, extra) in enumerate(variants.items()):
+            walls[k].append(bare(i) if extra is None else iodiag(100 * j + i, extra))
+            cpu[k].append(last_cpu[0])
+    final, own = [], []
     import json
 
     for rec in (work / "store" / "jobs").glob("*/dask/client-*.json"):
         d = json.loads(rec.read_text())
         if d.get("report"):
             final.append(d.get("final_capture_s") or 0.0)
+        else:  # the capture's own cost without the report: its setup at client start + the final capture
+            own.append((d.get("final_capture_s") or 0.0) + ((d.get("timeline") or {}).get("setup_s") or 0.0))
     med = {k: statistics.median(v) for k, v in walls.items()}
     mcpu = {k: statistics.median(v) for k, v in cpu.items()}
     load = os.getloadavg()[0]
@@ -118,18 +119,22 @@ def main() -> None:
         f"{args.repeats} alternating runs per row; median wall and median CPU (user+sys of the whole process tree). "
         f"Load average at the end: {load:.1f} (a shared machine: wall times are noisy, CPU time less so).",
         "",
-        "| variant | median wall (s) | runs (s) | wall overhead | median CPU (s) | CPU overhead |",
-        "|---|---:|---|---:|---:|---:|",
+        "| variant | median wall (s) | runs (s) | wall overhead | median of paired differences (s) | median CPU (s) | CPU overhead |",
+        "|---|---:|---|---:|---:|---:|---:|",
     ]
     for k, v in walls.items():
         over = (med[k] - med["bare"]) / med["bare"] * 100
         cover = (mcpu[k] - mcpu["bare"]) / mcpu["bare"] * 100
+        paired = statistics.median(a - b for a, b in zip(v, walls["bare"]))
         lines.append(f"| {k} | {med[k]:.2f} | {', '.join(f'{x:.2f}' for x in v)} | "
-                     + ("—" if k == "bare" else f"{over:+.1f} %") + f" | {mcpu[k]:.2f} | "
-                     + ("—" if k == "bare" else f"{cover:+.1f} %") + " |")
+                     + ("—" if k == "bare" else f"{over:+.1f} %") + " | " + ("—" if k == "bare" else f"{paired:+.2f}")
+                     + f" | {mcpu[k]:.2f} | " + ("—" if k == "bare" else f"{cover:+.1f} %") + " |")
+    if own:
+        lines += ["", f"iodiag's Dask capture, its own measured cost (setup at client start + final capture at close, "
+                      f"no report): median {statistics.median(own):.3f} s over {len(own)} runs."]
     if final:
-        lines += ["", f"Dask capture at client close (task stream flush + performance report): median "
-                      f"{statistics.median(final):.2f} s over {len(final)} runs."]
+        lines += ["", f"Dask capture at client close with --dask-report (task stream flush + performance report): "
+                      f"median {statistics.median(final):.2f} s over {len(final)} runs."]
     text = "\n".join(lines) + "\n"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -105,7 +105,8 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
             retry_failed: bool = typer.Option(True, "--retry-failed/--skip-failed",
                                               help="re-run runs marked FAILED (default) or leave them"),
             as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt) -> None:
-    """Run every run of a spec here, one after another (succeeded runs are skipped)."""
+    """Run every run of a spec here, one after another, repetitions round-robin over the grid points (succeeded
+    runs are skipped)."""
     from ..errors import UsageError
     from ..jobs.sweep import run_local
 
@@ -187,7 +188,8 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
                 group: str = typer.Option("pattern", "--group", help="bar plot groups (e.g. pattern)"),
                 plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG plots into the sweep folder"),
                 as_json: bool = JsonOpt) -> None:
-    """Throughput, speedup, parallel efficiency, mean ± 95 % CI over repetitions, arithmetic/harmonic means."""
+    """Throughput, speedup, parallel efficiency, mean ± 95 % CI and spread over repetitions, arithmetic/harmonic
+    means; with --mode weak, the loss of each scale split into named components (from the runs' iodiag jobs)."""
     from ..jobs.sweep import collect
     from ..jobs.sweep.analyze import analyze, summarize
 
@@ -232,14 +234,24 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
     t = Table(title=f"{sweep_dir}: {res['time_col']} mean ± 95 % CI over repetitions")
     short = {"time_s_mean": "time s", "time_s_ci95": "± CI95", "throughput_MBps_mean": "MB/s",
              "throughput_MBps_ci95": "± CI95 ", "time_s_n": "n"}
-    keep = [c for c in tab.columns if not c.endswith(("_std", "_lo", "_hi", "_n")) and c != "bytes"
-            and c != "ideal_time_s"]
+    keep = [c for c in tab.columns if not c.endswith(("_std", "_lo", "_hi", "_n", "_min", "_max", "_spread"))
+            and c != "bytes" and c != "ideal_time_s"]
     keep.insert(len([c for c in keep if not c.startswith(("time_", "throughput_", "speedup", "efficiency"))]),
                 "time_s_n")
+    spread = "time_s_min" in tab.columns
+    if spread:  # each point's repetitions: their range, and that range over their median
+        keep.insert(keep.index("time_s_ci95") + 1 if "time_s_ci95" in keep else len(keep), "spread")
     for c in keep:
         t.add_column(short.get(c, c), justify="right")
+
+    def cell(r, c):
+        if c == "spread":
+            pct = "" if r["time_s_spread"] != r["time_s_spread"] else f" ({100 * r['time_s_spread']:.0f} %)"
+            return f"{r['time_s_min']:.4g}–{r['time_s_max']:.4g}{pct}"
+        return f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c])
+
     for _, r in tab.iterrows():
-        t.add_row(*[f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in keep])
+        t.add_row(*[cell(r, c) for c in keep])
     con.print(t)
     if res["means"]:
         m = res["means"]

@@ -516,10 +516,15 @@ def _finish_all(ended_by, timeout=120):
                 pass
 
 
+_exit_signal = {"v": None}  # set at interpreter exit when the script died of Ctrl-C (KeyboardInterrupt)
+
+
 def _signalled():
     """"SIGINT" when the script is ending on Ctrl-C: the main thread is handling a KeyboardInterrupt (a
     ``with Client(...)`` block closing on its way out) or died of one (interpreter exit), else None.  Read from
     the interpreter, so no signal handler of ours changes what the script sees."""
+    if _exit_signal["v"]:
+        return _exit_signal["v"]
     cur = None
     try:
         cur = sys._current_exceptions().get(threading.main_thread().ident)
@@ -527,13 +532,15 @@ def _signalled():
         pass
     if isinstance(cur, tuple):  # Python < 3.12: exc_info triples
         cur = cur[1]
-    for exc in (cur, getattr(sys, "last_value", None), getattr(sys, "last_exc", None)):
-        if isinstance(exc, KeyboardInterrupt):
-            return "SIGINT"
-    return None
+    return "SIGINT" if isinstance(cur, KeyboardInterrupt) else None
 
 
 def _atexit():
+    # the uncaught exception that ended the script is kept in sys.last_value (sys.last_exc from 3.12) by then;
+    # only read here: an interactive session keeps an old one there while it goes on
+    last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    if isinstance(last, KeyboardInterrupt):
+        _exit_signal["v"] = "SIGINT"
     _finish_all("atexit")
 
 

@@ -10,6 +10,8 @@ and CPU of each variant are used, and the median of the per-round differences to
 are minutes apart at most, so slow drifts of the machine's load cancel).
 
     python benchmarks/bench_run_overhead.py [--repeats 3] [--size 240] [--out benchmarks/results/run_overhead.md]
+    python benchmarks/bench_run_overhead.py --workload convert --size 73   # the issue-28 case: 73 time steps
+        of the 1-degree climate grid (361 MB NetCDF4) through `python -m iodiag.workloads.convert --workers 2`
 
 Without a Darshan runtime both sides run without a collector (the table says so).
 """
@@ -50,6 +52,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--size", type=int, default=240, help="time steps of the NetCDF file")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "run_overhead.md"))
+    ap.add_argument("--workload", choices=("script", "convert"), default="script",
+                    help="script: the small conversion script above; convert: iodiag's convert workload on "
+                         "--size time steps of the 1-degree climate grid")
     args = ap.parse_args()
 
     from iodiag.collectors import darshan as dcol
@@ -79,19 +84,29 @@ def main() -> None:
         last_cpu[0] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
         return wall
 
+    if args.workload == "convert":
+        subprocess.run([sys.executable, "-m", "iodiag.workloads.gen", "--out", str(work / "in.nc"), "--time",
+                        str(args.size)], env=env_base, check=True, stdout=subprocess.DEVNULL)
+
+    def command(out: str) -> list[str]:
+        if args.workload == "convert":
+            return [sys.executable, "-m", "iodiag.workloads.convert", "--src", str(work / "in.nc"), "--dst", out,
+                    "--workers", "2", "--results", str(work / "results.json")]
+        return [sys.executable, str(script), str(work / "in.nc"), out, str(args.size)]
+
     def bare(i: int) -> float:
         env = dict(env_base)
         job = work / f"bare{i}"
         job.mkdir()
         if runtime is not None:
             env.update(dcol.darshan_environment(runtime, job_dir=job, darshan_jobid=1000 + i, dxt=False, env=env_base))
-        return timed([sys.executable, str(script), str(work / "in.nc"), str(work / f"b{i}.zarr"), str(args.size)], env)
+        return timed(command(str(work / f"b{i}.zarr")), env)
 
     def iodiag(i: int, extra: list[str]) -> float:
         env = dict(env_base)
         env["IODIAG_HOME"] = str(work / "store")
-        return timed([sys.executable, "-m", "iodiag", "run", "--collector", collector, *extra, str(script),
-                      str(work / "in.nc"), str(work / f"i{i}.zarr"), str(args.size)], env)
+        return timed([sys.executable, "-m", "iodiag", "run", "--collector", collector, *extra, "--",
+                      *command(str(work / f"i{i}.zarr"))], env)
 
     walls: dict[str, list[float]] = {k: [] for k in variants}
     bare(-1)  # warm the page cache and imports
@@ -115,7 +130,10 @@ def main() -> None:
         f"# `iodiag run` overhead ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, collector: {collector}"
         + (f" {runtime.version}" if runtime else "") + ")",
         "",
-        f"Workload: NetCDF ({args.size}x90x180 x3 vars) -> Zarr + a reduction on LocalCluster(2 workers x 1 thread); "
+        (f"Workload: `python -m iodiag.workloads.convert --workers 2` on {args.size} time steps of the 1-degree "
+         "climate grid (NetCDF4 -> Zarr); " if args.workload == "convert" else
+         f"Workload: NetCDF ({args.size}x90x180 x3 vars) -> Zarr + a reduction on LocalCluster(2 workers x 1 thread); ")
+        + 
         f"{args.repeats} alternating runs per row; median wall and median CPU (user+sys of the whole process tree). "
         f"Load average at the end: {load:.1f} (a shared machine: wall times are noisy, CPU time less so).",
         "",

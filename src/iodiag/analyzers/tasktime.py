@@ -323,12 +323,13 @@ def _phases(t0: float, t1: float, timelines: list[dict], cs: np.ndarray, ce: np.
                     *([close, close_end] if close is not None else [])})
     edges = [e for e in edges if t0 <= e <= t1]
     labels = []
+    w_start = np.array([a for a, _ in windows])
     for x, y in zip(edges[:-1], edges[1:]):
         m = (x + y) / 2
+        k = int(np.searchsorted(w_start, m, "right")) - 1  # the (merged, sorted) call that may hold m
         if any(a <= m < b for a, b in capture):
             lab = "iodiag_capture"
-        elif any(a <= m < b for a, b in windows):
-            k = next(i for i, (a, b) in enumerate(windows) if a <= m < b)
+        elif k >= 0 and m < windows[k][1]:
             lab = "graph_submit" if m < firsts[k] else "tasks"
         elif m < ready:
             lab = "cluster_startup"

@@ -49,6 +49,12 @@ def test_one_step_chunks_get_task_overhead_and_its_chunk_advice_removes_it(tmp_p
     assert dt.tasks >= 1200 and dt.between_share_of_span >= 0.2
     parts = dt.split_s
     assert sum(parts.values()) == pytest.approx(dt.threads * dt.run_s, rel=1e-6)
+    # no lump: the run outside tasks is named from the capture's own timestamps, iodiag's cost included
+    assert dt.timeline["basis"] == "capture" and dt.timeline["compute_calls"] == 1
+    assert set(parts) == {"task_compute", "task_io", "between_tasks", "cluster_startup", "graph_submit", "shutdown",
+                          "iodiag_capture", "other"}
+    assert min(parts["cluster_startup"], parts["graph_submit"], parts["shutdown"], parts["iodiag_capture"]) > 0
+    assert dt.share("other") <= 0.10, dt.timeline  # the conversion workload: what is left unnamed is small
     # the conversion's bytes are joined to its store tasks
     store = next(p for p in dt.prefixes if p["prefix"].startswith("store"))
     assert store["bytes"] >= 120 * 10 * 45 * 90 * 4
@@ -64,6 +70,35 @@ def test_one_step_chunks_get_task_overhead_and_its_chunk_advice_removes_it(tmp_p
     big = _run(tmp_path, "big", *conv, "--dst", str(tmp_path / "b.zarr"), "--chunks", new)
     assert "task-overhead" not in {f.id for f in diagnose(big)}
     assert dask_time_of(big).tasks * 20 < dt.tasks
+
+
+TWO_COMPUTES = r'''
+import time
+import dask.array as da
+from distributed import Client, LocalCluster
+if __name__ == "__main__":
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as c:
+        x = da.ones((2000, 2000), chunks=(250, 250))
+        print(float((x + 1).sum().compute()))
+        time.sleep(2.0)  # the script preparing its next graph: no task can run
+        print(float((x * 2).sum().compute()))
+'''
+
+
+def test_a_gap_between_two_computes_is_graph_building_not_task_overhead(tmp_path):
+    script = tmp_path / "two.py"
+    script.write_text(TWO_COMPUTES)
+    home = {"IODIAG_HOME": str(tmp_path / "store")}
+    r = run_cli("run", "--collector", "none", "--name", "two", str(script), env=home, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    dt = dask_time_of(load_job_record(find_job("two", root=tmp_path / "store")))
+    assert dt.timeline["compute_calls"] == 2
+    per = dt.per_thread_s()
+    assert sum(per.values()) == pytest.approx(dt.run_s, rel=1e-6)
+    assert per["graph_submit"] >= 2.0  # the 2 s the script slept between its computes (a lower bound: sleep)
+    assert per["between_tasks"] < per["graph_submit"]  # ... is not counted as waiting between tasks
+    assert per["iodiag_capture"] > 0 and per["cluster_startup"] > 0 and per["shutdown"] > 0
+    assert "graph building and submission" in dt.headline
 
 
 SLOW = r'''

@@ -73,7 +73,7 @@ def test_conversion_job_has_processes_ops_and_tasks_that_match_the_dask_run(tmp_
     script = tmp_path / "convert.py"
     script.write_text(CONVERT)
     collector = "darshan" if HAS_DARSHAN else "none"
-    args = ["run", "--collector", collector] + (["--dxt"] if HAS_DARSHAN else [])
+    args = ["run", "--collector", collector, "--dask-report"] + (["--dxt"] if HAS_DARSHAN else [])
     run = run_cli(*args, str(script), str(tmp_path / "in.nc"), str(tmp_path / "out.zarr"), str(tmp_path / "truth.json"),
                   env=home)
     assert run.returncode == 0, run.stderr.decode()[-3000:]
@@ -157,7 +157,7 @@ json.dump({"pid": os.getpid(), "workers": sorted(client.scheduler_info()["worker
 def test_threads_only_cluster_and_never_closed_client(tmp_path, home):
     script = tmp_path / "t.py"
     script.write_text(THREADS_NEVER_CLOSED)
-    run = run_cli("run", "--collector", "none", str(script), str(tmp_path / "truth.json"), env=home)
+    run = run_cli("run", "--collector", "none", "--dask-report", str(script), str(tmp_path / "truth.json"), env=home)
     assert run.returncode == 0, run.stderr.decode()[-3000:]
     assert run.stdout.decode().strip() == "320000.0"
     truth = json.loads((tmp_path / "truth.json").read_text())
@@ -214,6 +214,99 @@ def test_sigterm_keeps_what_finished_and_the_job_is_loadable(tmp_path, home):
     done = set(prof.tasks["key"].tolist())
     assert 8 + 2 <= len(done) < 400  # the first batch and some of the second, not all
     assert any(i.kind == "killed" for i in prof.issues_seen)
+
+
+def _signal_on_pty(argv: list[str], env: dict[str, str], how: str, timeout: float = 120.0) -> tuple[int, str, float]:
+    """Run ``argv`` as a session leader on a pseudo-terminal (an interactive shell's job); once it prints "28",
+    Ctrl-C on the terminal (``how="ctrl-c"``) or SIGTERM to the terminal's foreground process group (what a
+    scheduler's kill does, ``how="group-sigterm"``).  -> (wait status as an exit code, output, seconds from the
+    signal to the end)."""
+    import os
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(argv[0], argv, env)
+    out, sent, status = b"", None, None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:
+                pass
+        if sent is None and b"28" in out:
+            time.sleep(1.0)
+            sent = time.monotonic()
+            if how == "ctrl-c":
+                os.write(fd, b"\x03")
+            else:
+                os.killpg(os.tcgetpgrp(fd), signal.SIGTERM)
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = st
+            break
+    if status is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError(f"timed out; output: {out.decode(errors='replace')[-3000:]}")
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace"), time.monotonic() - (sent or 0)
+
+
+@pytest.mark.parametrize("how,sig", [("ctrl-c", signal.SIGINT), ("group-sigterm", signal.SIGTERM)])
+def test_ctrl_c_and_group_sigterm_end_the_run_as_the_bare_script_and_the_report_says_so(tmp_path, home, how, sig):
+    """Ctrl-C on a terminal and SIGTERM to the whole process group reach the workload, its Dask workers and
+    iodiag alike: iodiag ends the way the bare script does (killed by the signal: 130/143 in a shell), the
+    capture asks only the scheduler for the task stream (the workers are ending: waiting on them held the run
+    30 s), and the job's report states the exit status and why the job is partial."""
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW)
+    env = cli_env(home)
+    bare, bare_out, _ = _signal_on_pty([sys.executable, str(script)], env, how)
+    assert bare == -sig, bare_out[-2000:]
+    code, out, after = _signal_on_pty([sys.executable, "-m", "iodiag", "run", "--collector", "none", str(script)],
+                                      env, how)
+    assert code == -sig, out[-3000:]  # the same end as the bare script
+    assert after < 25, out[-3000:]  # not a 30 s connect timeout to dead workers (a bound, not a speed test)
+    rec = find_job("last", root=tmp_path / "store")
+    client = rec.data["dask_clients"][0]
+    assert client["interrupted_by"] == sig.name and not client["errors"], client
+    assert rec.data["partial"] and rec.data["signal_name"] == sig.name
+    assert 8 <= client["tasks"] < 400
+    rep = run_cli("report", rec.id, "--json", env=home)
+    assert rep.returncode == 0, rep.stderr.decode()[-2000:]
+    job = json.loads(rep.stdout)["job"]
+    assert job["exit_code"] == 128 + sig and job["exit_signal"] == sig.name and job["partial"]
+    assert any(f"killed by signal {int(sig)}" in r for r in job["partial_reasons"])
+    term = run_cli("report", rec.id, env=home).stdout.decode()
+    assert f"killed by {sig.name} (exit status {128 + sig})" in term
+
+
+EXIT7 = r'''
+import sys
+from distributed import Client, LocalCluster
+if __name__ == "__main__":
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        print(sum(client.gather(client.map(abs, range(10)))))
+    sys.exit(7)
+'''
+
+
+def test_the_workloads_exit_status_is_in_every_report(tmp_path, home):
+    script = tmp_path / "exit7.py"
+    script.write_text(EXIT7)
+    run = run_cli("run", "--collector", "none", str(script), env=home)
+    assert run.returncode == 7, run.stderr.decode()[-2000:]
+    job = json.loads(run_cli("report", "last", "--json", env=home).stdout)["job"]
+    assert job["exit_code"] == 7 and job["exit_signal"] is None and job["partial"] is False
+    assert "exit status 7" in run_cli("report", "last", env=home).stdout.decode()
+    assert run_cli("report", "last", "--html", env=home).returncode == 0
+    page = next(find_job("last", root=tmp_path / "store").folder.glob("iodiag-report-*.html")).read_text()
+    assert "workload exit status" in page and ">7<" in page
 
 
 KILL_WORKER = r'''
@@ -299,6 +392,8 @@ def test_cluster_closed_before_its_client_is_still_captured(tmp_path, home):
     client = rec.data["dask_clients"][0]
     assert client["ended_by"] == "cluster-close" and client["errors"] == []
     assert client["report"] is None and not list((rec.folder / "dask").glob("*.html"))  # --no-dask-report
+    # the performance report is opt-in (--dask-report): without the flag none is written either (see
+    # test_sigterm_keeps_what_finished_and_the_job_is_loadable)
     tasks = load_tasks(rec.folder / "dask")
     assert len(set(tasks["key"].tolist())) == client["tasks"] >= 17
     assert set(tasks["pid"].tolist()) == {w["pid"] for w in rec.data["dask_workers"]}

@@ -25,6 +25,8 @@ def test_mean_and_ci_over_repetitions():
     # t(0.975, 2) = 4.302653; half-width = t * s / sqrt(n)
     assert s["time_s_ci95"] == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
     assert s["time_s_lo"] == pytest.approx(3.0 - 4.302653 / math.sqrt(3), rel=1e-6)
+    # each point's spread: the range of its repetitions, and that range over their median
+    assert (s["time_s_min"], s["time_s_max"]) == (2.0, 4.0) and s["time_s_spread"] == pytest.approx(2.0 / 3.0)
     # per-run throughput 4, 2, 2.667 MB/s -> mean of rates, not rate of means
     assert s["throughput_MBps_mean"] == pytest.approx((4 + 2 + 8 / 3) / 3)
 

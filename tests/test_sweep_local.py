@@ -64,6 +64,11 @@ def test_local_sweep_fail_resume_collect_analyze(tmp_path):
     ok = sweep / "runs" / "read_api=xarray_r1"
     assert (ok / "SUCCESS").exists() and json.loads((ok / "results.json").read_text())["workload"] == "read"
     assert (sweep / "made.zarr" / ".zgroup").exists()  # the prepare step ran first
+    # repetitions ran round-robin over the grid points: xarray r1, native r1, xarray r2, native r2
+    ends = [(sweep / "runs" / n / m).stat().st_mtime_ns for n, m in
+            (("read_api=xarray_r1", "SUCCESS"), ("read_api=native_r1", "FAILED"), ("read_api=xarray_r2", "SUCCESS"),
+             ("read_api=native_r2", "FAILED"))]
+    assert ends == sorted(ends)
 
     shutil.copytree(data / "in-xarray.zarr", data / "in-native.zarr")
     before = (ok / "results.json").stat().st_mtime_ns
@@ -95,6 +100,7 @@ def test_local_sweep_fail_resume_collect_analyze(tmp_path):
     row = next(r for r in res["summary"] if r["api"] == "native" and r["pattern"] == "slice")
     times = csv[(csv.api == "native") & (csv.pattern == "slice")]["t_total_s"]
     assert row["time_s_n"] == 2 and row["time_s_mean"] == pytest.approx(times.mean())
+    assert (row["time_s_min"], row["time_s_max"]) == (pytest.approx(times.min()), pytest.approx(times.max()))
     assert (sweep / "compare.png").stat().st_size > 1000
     assert res["notes"] == ["api is not numeric: no speedup or efficiency along it"]
     # a group column the sweep lacks gives one group of bars (was KeyError: 'pattern'); an unknown

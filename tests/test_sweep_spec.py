@@ -43,6 +43,9 @@ def test_plan_expands_grid_with_prepare_steps(tmp_path):
     p = plan.by_name()["prepare_gen_workers=2"]
     assert p.params["workers"] == 2 and isinstance(p.params["workers"], int)  # "{workers}" keeps the type
     assert {x.rep for x in plan.runs} == {1, 2}
+    # repetitions round-robin over the grid points: every point once, then every point again
+    assert [x.rep for x in plan.runs] == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert [x.name.rsplit("_r", 1)[0] for x in plan.runs[:4]] == [x.name.rsplit("_r", 1)[0] for x in plan.runs[4:]]
 
 
 def test_command_is_iodiag_run_or_direct(tmp_path, monkeypatch):
@@ -64,7 +67,7 @@ def test_command_is_iodiag_run_or_direct(tmp_path, monkeypatch):
 def test_grid_values_are_rendered(tmp_path):
     spec = _spec(params={"dst": "{run_dir}/o.zarr"}, grid={"workers": [1], "src": ["{data}/a.nc", "{data}/b.nc"]})
     plan = make_plan(spec, sweep_dir=tmp_path, python="py")
-    assert [r.grid["src"] for r in plan.runs[::2]] == ["/data/a.nc", "/data/b.nc"]
+    assert [r.grid["src"] for r in plan.runs[:2]] == ["/data/a.nc", "/data/b.nc"]  # (repetition 1 of each point first)
     assert plan.runs[0].name == "convert_workers=1_src=a.nc_r1"
 
 

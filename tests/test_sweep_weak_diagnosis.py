@@ -65,5 +65,24 @@ def test_weak_sweep_runs_are_jobs_and_are_diagnosed(tmp_path):
     assert out["diagnosed_jobs"] == 2
     assert isinstance(out["findings"], list)
     assert all(f["id"] == "weak-scaling-loss" for f in out["findings"])
+    # the loss of 2 workers against 1, split into named components from the jobs' own time models
+    (row,) = out["weak_loss"]
+    assert (row["p"], row["p0"]) == (2, 1)
+    assert row["loss_s"] == pytest.approx(row["T_s"] - row["T0_s"])
+    assert set(row["components_s"]) == {"io", "compute", "task_overhead", "transfer_spill", "startup_shutdown",
+                                        "graph_submit", "iodiag_capture"}
+    # named + unexplained is the loss; the named components account for it within 25 %
+    assert sum(row["components_s"].values()) + row["unexplained_s"] == pytest.approx(row["loss_s"], abs=1e-6)
+    assert row["adds_up"] and abs(row["unexplained_s"]) <= 0.25 * abs(row["loss_s"]) + 1e-9, row
+    assert row["io_traced"]  # the embedded collector traced the tasks' I/O: it is split from compute
+    assert row["largest"] == max(row["components_s"], key=row["components_s"].get)
+    for f in out["findings"]:  # the finding names the largest component and what to change for it
+        assert f["evidence"]["largest"] == row["largest"] and f["est_cost_s"] <= row["T_s"]
+    # the terminal shows a bar per scale and each component with its band; the HTML page the same
+    text = _cli("sweep", "analyze", str(sweep), "--mode", "weak", cwd=tmp_path, env=env)
+    assert text.returncode == 0, text.stderr[-3000:]
+    assert "2 vs 1 workers" in text.stdout and "<- largest" in text.stdout and "start-up and shutdown" in text.stdout
+    page = (sweep / "weak_loss.html").read_text()
+    assert "<svg" in page and "loss by component at 2 workers" in page
     jobs = _cli("jobs", "--json", cwd=tmp_path, env=env)
     assert len([j for j in json.loads(jobs.stdout) if "convert" in j["id"]]) == 2

@@ -222,6 +222,13 @@ class JobInfo:
     arrays_from: str = ""
     folder: str | None = None  # the iodiag job folder the profile was loaded from (None: logs given directly)
     snapshot: dict | None = None  # the job's meta/snapshot.json (None: the job has none)
+    # the workload's end as ``iodiag run`` recorded it (None for a bare Darshan log: no exit status is kept there)
+    exit_status: int | None = None  # the shell's view: exit code, or 128 + signal
+    exit_signal: str | None = None  # e.g. "SIGINT" when a signal ended it
+    partial_reasons: list[str] = field(default_factory=list)  # why ``iodiag run`` marked the job partial
+    # per Dask client of an ``iodiag run`` job, the timeline its capture recorded (collectors/dask_capture.py:
+    # scheduler start, client start, compute calls, graph submissions, final capture), as saved
+    dask_timelines: list[dict] = field(default_factory=list)
 
 
 def _empty(columns: Mapping[str, str]) -> Table:

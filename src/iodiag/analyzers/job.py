@@ -265,6 +265,13 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
         "dxt": d.get("dxt"),
     }
     info.metadata.update({k: str(v) for k, v in meta.items() if v is not None})
+    if d.get("signal"):
+        info.exit_status, info.exit_signal = 128 + int(d["signal"]), d.get("signal_name") or str(d["signal"])
+    elif d.get("exit_code") is not None:
+        info.exit_status = int(d["exit_code"])
+    info.partial_reasons = [str(r) for r in d.get("partial_reasons") or []]
+    info.dask_timelines = [dict(c["timeline"], pid=c.get("pid"), end_s=c.get("end_s"))
+                           for c in d.get("dask_clients") or [] if isinstance(c.get("timeline"), dict)]
 
     job_json = str(folder / "job.json")
     for m in d.get("missing_processes") or []:

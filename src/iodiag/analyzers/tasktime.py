@@ -1,5 +1,6 @@
 """Where a Dask job's wall time goes: each worker thread's run split into task compute, I/O inside tasks,
-gaps between tasks, and the time before its first and after its last task; operations joined to tasks.
+gaps between tasks (inside compute calls: task overhead), cluster start-up, graph building and submission,
+shutdown, iodiag's own capture and other (see ``_phases``); operations joined to tasks.
 
 The task stream (``tasks`` table, phase ``compute``) says when each task ran on which worker thread; the
 operation trace (``ops``) says when each process and OS thread did I/O.  Dask reports a task's thread as
@@ -36,7 +37,7 @@ class DaskTime:
     task_median_s: float
     workers: int
     threads: int
-    split_s: dict[str, float]  # thread-seconds: task_compute, task_io, between_tasks, before_first, after_last
+    split_s: dict[str, float]  # thread-seconds: task_compute, task_io, between_tasks + the PHASES
     transfer_s: float  # wall seconds any worker spent receiving data for tasks
     spill_s: float  # wall seconds in disk-read/disk-write (spilling)
     io_in_tasks_s: float  # I/O seconds joined to a task
@@ -49,13 +50,19 @@ class DaskTime:
     clock_offsets_s: dict = field(default_factory=dict)  # worker pid -> shift that aligned its I/O with its tasks
     exact_io_share: float = 0.0  # share of the in-task I/O seconds joined by thread (the rest: by time window)
     io_traced: bool = True  # False: no operation of a worker was recorded (no DXT / counters only)
+    timeline: dict = field(default_factory=dict)  # wall seconds per phase and how they were found (_phases)
 
     @property
     def between_share_of_span(self) -> float:
-        """Share of the worker threads' time from their first to their last task spent between tasks (start-up
-        and shutdown left out: they do not grow with the number of tasks)."""
-        span = self.threads * self.run_s - self.split_s["before_first"] - self.split_s["after_last"]
+        """Share of the worker threads' time inside compute calls spent between tasks (start-up, graph building
+        between computes, shutdown and the capture left out: they do not grow with the number of tasks)."""
+        span = self.split_s["task_compute"] + self.split_s["task_io"] + self.split_s["between_tasks"]
         return float(self.split_s["between_tasks"] / span) if span > 0 else 0.0
+
+    def per_thread_s(self) -> dict[str, float]:
+        """The split in wall seconds of an average worker thread (thread-seconds / threads): adds up to run_s."""
+        n = max(self.threads, 1)
+        return {k: float(v) / n for k, v in self.split_s.items()}
 
     def share(self, key: str) -> float:
         cap = self.threads * self.run_s
@@ -64,15 +71,14 @@ class DaskTime:
     @property
     def headline(self) -> str:
         pct = lambda k: fmt_pct(self.share(k))  # noqa: E731
-        around = self.share("before_first") + self.share("after_last")
         med = self.task_median_s
         med_txt = f"{med * 1000:.0f} ms" if med < 1 else f"{med:.1f} s"
         io = (f"{pct('task_io')} in tasks' I/O, {pct('task_compute')} compute" if self.io_traced else
               f"{pct('task_compute')} in tasks (their I/O not traced: --dxt or the embedded collector splits it)")
+        rest = ", ".join(f"{pct(k)} {PHASE_WORDS[k]}" for k in PHASES if k != "other" or self.share(k) >= 0.005)
         return (f"{self.run_s:.1f} s run on {self.threads} worker thread{'s' if self.threads != 1 else ''}: "
-                f"{io}, {pct('between_tasks')} between "
-                f"tasks, {fmt_pct(around)} before the first and after the last task "
-                f"({self.tasks:,} tasks, median {med_txt})")
+                f"{io}, {pct('between_tasks')} between tasks, {rest} ({self.tasks:,} tasks, median {med_txt})"
+                + (f"; other is {OTHER_WHY}" if self.share("other") > 0.10 else ""))
 
     def to_dict(self) -> dict:
         r = lambda x: round(float(x), 6)  # noqa: E731
@@ -86,6 +92,7 @@ class DaskTime:
                         "and time window",
                 "exact_io_share": r(self.exact_io_share), "io_traced": self.io_traced,
                 "clock_offsets_ms": {str(k): round(v * 1000, 3) for k, v in self.clock_offsets_s.items()},
+                "timeline": self.timeline,
                 "per_worker": self.per_worker, "prefixes": self.prefixes[:20], "headline": self.headline}
 
 
@@ -253,6 +260,108 @@ def _join(ops_pid, ops_start, t_pid, t_start, t_end, ops_end=None, data=None, op
     return task, active, offsets, exact
 
 
+PHASES = ("cluster_startup", "graph_submit", "shutdown", "iodiag_capture", "other")
+PHASE_WORDS = {"cluster_startup": "start-up", "graph_submit": "graph building and submission",
+               "shutdown": "shutdown", "iodiag_capture": "iodiag's capture", "other": "other"}
+OTHER_WHY = ("the script's own code after its last compute call and before its Dask client closed (results "
+             "handling, writing outside Dask), or the end of a run whose client never closed")
+
+
+def _merge(iv: list[tuple[float, float]]) -> list[list[float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _phases(t0: float, t1: float, timelines: list[dict], cs: np.ndarray, ce: np.ndarray):
+    """The run [t0, t1] cut into labelled pieces: (edges, labels, info).
+
+    With the capture's timeline (``iodiag run``): before the client is ready -> ``cluster_startup`` (the process
+    start, imports, the script's code before the cluster, scheduler and workers starting); inside a compute call
+    before its first task starts -> ``graph_submit`` (optimisation, packing, the scheduler taking the graph);
+    inside a compute call after that -> ``tasks`` (idle thread time there is task overhead); between compute
+    calls and before the first -> ``graph_submit`` (the script building the next graph); the capture's own work
+    at client start and close -> ``iodiag_capture``; after the final capture -> ``shutdown``; after the last
+    compute call and before the close -> ``other``.  Without a timeline (a job recorded before the capture kept
+    one) the first task's start and the last task's end stand for the client's start and close."""
+    first_task, last_task = float(cs.min()), float(ce.max())
+    clip = lambda x: min(max(float(x), t0), t1)  # noqa: E731
+    ok = lambda x: isinstance(x, (int, float)) and x > 0  # noqa: E731
+    tl = [t for t in timelines if ok(t.get("client_start_s"))]
+    capture: list[tuple[float, float]] = []
+    if tl:
+        basis = "capture"
+        ready = min(clip(t["client_start_s"] + (t.get("setup_s") or 0.0)) for t in tl)
+        sched = [t["scheduler_started_s"] for t in tl if ok(t.get("scheduler_started_s"))]
+        for t in tl:
+            capture.append((clip(t["client_start_s"]), clip(t["client_start_s"] + (t.get("setup_s") or 0.0))))
+            if ok(t.get("final_start_s")):
+                capture.append((clip(t["final_start_s"]), clip(t["final_start_s"] + (t.get("final_s") or 0.0))))
+        calls = [(clip(a), clip(b)) for t in tl for a, b in (t.get("computes") or []) if b >= a]
+        if not calls:  # futures (submit/map/gather): from the first graph sent to the last task
+            sends = [a for t in tl for a, _ in (t.get("submits") or [])]
+            calls = [(clip(min(sends) if sends else first_task), clip(last_task))]
+        finals = [t["final_start_s"] for t in tl if ok(t.get("final_start_s"))]
+        close = clip(min(finals)) if finals else None
+        before_cluster = clip(min(sched)) - t0 if sched else None
+    else:
+        basis = "inferred"
+        ready, calls, close, before_cluster = first_task, [(first_task, last_task)], last_task, None
+    windows = _merge([c for c in calls if c[1] > c[0]] or [(first_task, last_task)])
+    starts = np.sort(cs)
+    firsts = []
+    for a, b in windows:  # each call's first task start (none started in it: the whole call is graph/submission)
+        i = int(np.searchsorted(starts, a, "left"))
+        firsts.append(float(starts[i]) if i < len(starts) and starts[i] <= b else b)
+    last_call = windows[-1][1]
+    if close is not None:
+        close_end = max([b for a, b in capture if a >= close] + [close])
+    edges = sorted({t0, t1, ready, *[x for w in windows for x in w], *firsts, *[x for c in capture for x in c],
+                    *([close, close_end] if close is not None else [])})
+    edges = [e for e in edges if t0 <= e <= t1]
+    labels = []
+    w_start = np.array([a for a, _ in windows])
+    for x, y in zip(edges[:-1], edges[1:]):
+        m = (x + y) / 2
+        k = int(np.searchsorted(w_start, m, "right")) - 1  # the (merged, sorted) call that may hold m
+        if any(a <= m < b for a, b in capture):
+            lab = "iodiag_capture"
+        elif k >= 0 and m < windows[k][1]:
+            lab = "graph_submit" if m < firsts[k] else "tasks"
+        elif m < ready:
+            lab = "cluster_startup"
+        elif close is not None and m >= close:
+            lab = "shutdown"
+        elif m < last_call:
+            lab = "graph_submit"
+        else:
+            lab = "other"
+        labels.append(lab)
+    wall = {k: 0.0 for k in ("tasks", *PHASES)}
+    for x, y, lab in zip(edges[:-1], edges[1:], labels):
+        wall[lab] += y - x
+    info = {"basis": basis, "compute_calls": len(windows),
+            "wall_s": {k: round(v, 6) for k, v in wall.items()},
+            "before_cluster_s": None if before_cluster is None else round(before_cluster, 6),
+            "other_is": OTHER_WHY}
+    return np.asarray(edges, "f8"), labels, info
+
+
+def _busy_until(cs: np.ndarray, ce: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """For one worker thread's tasks: busy seconds (union of its task intervals) before each time of ``x``."""
+    m = _merge(list(zip(cs.tolist(), np.maximum(ce, cs).tolist())))
+    s = np.array([a for a, _ in m])
+    e = np.array([b for _, b in m])
+    cum = np.concatenate([[0.0], np.cumsum(e - s)])
+    k = np.searchsorted(s, x, "right") - 1
+    inside = np.clip(x - s[np.maximum(k, 0)], 0.0, (e - s)[np.maximum(k, 0)])
+    return np.where(k >= 0, cum[np.maximum(k, 0)] + inside, 0.0)
+
+
 def _compute(profile: JobProfile) -> DaskTime | None:
     t = profile.tasks
     if not len(t):
@@ -272,14 +381,17 @@ def _compute(profile: JobProfile) -> DaskTime | None:
     pid = t["pid"][comp]
     prefix = t["prefix"][comp].astype(str)
     lanes = sorted({(w, int(th)) for w, th in zip(worker.tolist(), thread.tolist())})
-    busy = first = last = 0.0
+    busy = 0.0
+    edges, labels, timeline = _phases(t0, t1, getattr(job, "dask_timelines", []) or [], cs, ce)
+    idle = {k: 0.0 for k in ("tasks", *PHASES)}
     per_worker: dict[str, dict] = {}
     for w, th in lanes:
         sel = (worker == w) & (thread == th)
         b = _union_len(cs[sel], ce[sel])
         busy += b
-        first += max(float(cs[sel].min()) - t0, 0.0)
-        last += max(t1 - float(ce[sel].max()), 0.0)
+        bu = _busy_until(cs[sel], ce[sel], edges)
+        for lab, gap in zip(labels, np.maximum(np.diff(edges) - np.diff(bu), 0.0).tolist()):
+            idle[lab] += gap
         pw = per_worker.setdefault(w, {"worker": w, "pid": int(pid[sel][0]), "threads": 0, "tasks": 0, "busy_s": 0.0,
                                        "io_s": 0.0})
         pw["threads"] += 1
@@ -338,9 +450,11 @@ def _compute(profile: JobProfile) -> DaskTime | None:
             for w, pw in per_worker.items():
                 pw["io_s"] = round(float(odur[inside & (opid[ow] == pw["pid"])].sum()), 6)
     io_in = min(io_in, busy)
-    split = {"task_compute": busy - io_in, "task_io": io_in,
-             "between_tasks": max(nthreads * run_s - busy - first - last, 0.0),
-             "before_first": first, "after_last": last}
+    # every thread's time outside its tasks, by what the run was doing then (see _phases); the parts add up to
+    # threads x run_s (the run_s beyond [t0, t1], a task stream outlasting the job's clock, is task overhead)
+    outside = max(nthreads * run_s - busy - sum(idle.values()), 0.0)
+    split = {"task_compute": busy - io_in, "task_io": io_in, "between_tasks": idle["tasks"] + outside,
+             **{k: idle[k] for k in PHASES}}
     wall = lambda p: _union_len(t["start_s"][phase == p], t["end_s"][phase == p])  # noqa: E731
     spill = _union_len(t["start_s"][np.isin(phase, ("disk-read", "disk-write"))],
                        t["end_s"][np.isin(phase, ("disk-read", "disk-write"))])
@@ -359,7 +473,7 @@ def _compute(profile: JobProfile) -> DaskTime | None:
                     spill_s=spill, io_in_tasks_s=io_in, io_outside_tasks_s=io_out,
                     ambiguous_io_share=amb / io_in if io_in > 0 else 0.0, per_worker=list(per_worker.values()),
                     prefixes=prefixes, task_io_s=task_io, task_bytes=task_bytes, clock_offsets_s=offsets,
-                    exact_io_share=exact_s / io_in if io_in > 0 else 0.0, io_traced=traced)
+                    exact_io_share=exact_s / io_in if io_in > 0 else 0.0, io_traced=traced, timeline=timeline)
 
 
 def dask_time_of(profile: JobProfile) -> DaskTime | None:

@@ -15,7 +15,8 @@ RUN_HELP = (
     "Run a workload and keep its I/O record as a job.\n\n"
     "The script's stdin/stdout/stderr, exit code and signals pass through untouched. "
     "Darshan runs in non-MPI mode with raised record caps and its logs go into the job folder; "
-    "the Dask performance report and task stream are captured without editing the script. "
+    "the Dask task stream and workers are captured without editing the script (--dask-report adds Dask's "
+    "performance report). "
     "The new job id is printed on stderr at the end.\n\n"
     "Examples:\n\n"
     "  iodiag run --darshan convert.py --in a.nc --out b.zarr\n\n"
@@ -51,7 +52,7 @@ def run_command(
     darshan_lib: Optional[str] = typer.Option(None, "--darshan-lib", help="Path of libdarshan.so (or its folder)."),
     store: Optional[str] = typer.Option(None, "--store", help="Job store folder (default: $IODIAG_HOME, else $XDG_DATA_HOME/iodiag)."),
     no_dask: bool = typer.Option(False, "--no-dask", help="Do not capture the Dask task stream and performance report."),
-    no_dask_report: bool = typer.Option(False, "--no-dask-report", help="Capture the Dask task stream and workers but not the performance report HTML (saves 1-4 s at client close)."),
+    dask_report: bool = typer.Option(False, "--dask-report/--no-dask-report", help="Also save Dask's performance report HTML (needs bokeh; costs 1-4 s at client close, so it is off by default: the task stream and workers are always captured)."),
     mmap_dir: Optional[str] = typer.Option(None, "--mmap-dir", help="Where Darshan keeps its mmap logs while the run lasts (default: node-local temp, like Darshan's /tmp; kept in the job only for a killed process)."),
     max_records: Optional[int] = typer.Option(None, "--max-records", help="Records per module and process: Darshan's MAX_RECORDS (default 16384) or the embedded collector's trace cap."),
 ) -> None:
@@ -69,7 +70,7 @@ def run_command(
             chosen = "darshan"
         settings = DarshanSettings() if max_records is None else DarshanSettings(max_records=max_records)
         opts = RunOptions(command=command, collector=chosen or "auto", dxt=dxt, name=name, darshan_lib=darshan_lib,
-                          store=store, dask=not no_dask, dask_report=not no_dask_report, settings=settings,
+                          store=store, dask=not no_dask, dask_report=dask_report, settings=settings,
                           max_records=max_records, mmap_dir=mmap_dir, log_names=_darshan_names)
         state["result"] = run_job(opts)
 

@@ -105,7 +105,8 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
             retry_failed: bool = typer.Option(True, "--retry-failed/--skip-failed",
                                               help="re-run runs marked FAILED (default) or leave them"),
             as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt) -> None:
-    """Run every run of a spec here, one after another (succeeded runs are skipped)."""
+    """Run every run of a spec here, one after another, repetitions round-robin over the grid points (succeeded
+    runs are skipped)."""
     from ..errors import UsageError
     from ..jobs.sweep import run_local
 
@@ -187,7 +188,8 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
                 group: str = typer.Option("pattern", "--group", help="bar plot groups (e.g. pattern)"),
                 plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG plots into the sweep folder"),
                 as_json: bool = JsonOpt) -> None:
-    """Throughput, speedup, parallel efficiency, mean ± 95 % CI over repetitions, arithmetic/harmonic means."""
+    """Throughput, speedup, parallel efficiency, mean ± 95 % CI and spread over repetitions, arithmetic/harmonic
+    means; with --mode weak, the loss of each scale split into named components (from the runs' iodiag jobs)."""
     from ..jobs.sweep import collect
     from ..jobs.sweep.analyze import analyze, summarize
 
@@ -214,11 +216,17 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
             written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group if group in df.columns else None,
                                                     out=sweep_dir / "compare.png",
                                                     title=f"{sweep_dir.name}: {res['time_col']} by {compare_by}")
-    findings, diagnosed, scaling_notes = _scaling_findings(df) if mode == "weak" else ([], 0, [])
+    findings, diagnosed, scaling_notes, loss = _scaling_findings(df) if mode == "weak" else ([], 0, [], [])
     res["notes"].extend(scaling_notes)
+    if loss and plots:
+        from ..reports.weakloss import html_page
+
+        (sweep_dir / "weak_loss.html").write_text(html_page(loss, title=f"{sweep_dir.name}: weak-scaling loss by "
+                                                                         "component"), encoding="utf-8")
+        written["weak_loss_html"] = sweep_dir / "weak_loss.html"
     if as_json:
         payload = {"summary": json.loads(res["summary"].to_json(orient="records")), "means": res["means"],
-                   "findings": [f.to_dict() for f in findings], "diagnosed_jobs": diagnosed,
+                   "findings": [f.to_dict() for f in findings], "diagnosed_jobs": diagnosed, "weak_loss": loss,
                    "runs": res["runs"], "notes": res["notes"], "mode": mode, "axis": axis, "written": {k: str(v) for k, v in written.items()}}
         if "scaling" in res:
             payload["scaling"] = json.loads(res["scaling"].to_json(orient="records"))
@@ -232,19 +240,34 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
     t = Table(title=f"{sweep_dir}: {res['time_col']} mean ± 95 % CI over repetitions")
     short = {"time_s_mean": "time s", "time_s_ci95": "± CI95", "throughput_MBps_mean": "MB/s",
              "throughput_MBps_ci95": "± CI95 ", "time_s_n": "n"}
-    keep = [c for c in tab.columns if not c.endswith(("_std", "_lo", "_hi", "_n")) and c != "bytes"
-            and c != "ideal_time_s"]
+    keep = [c for c in tab.columns if not c.endswith(("_std", "_lo", "_hi", "_n", "_min", "_max", "_spread"))
+            and c != "bytes" and c != "ideal_time_s"]
     keep.insert(len([c for c in keep if not c.startswith(("time_", "throughput_", "speedup", "efficiency"))]),
                 "time_s_n")
+    spread = "time_s_min" in tab.columns
+    if spread:  # each point's repetitions: their range, and that range over their median
+        keep.insert(keep.index("time_s_ci95") + 1 if "time_s_ci95" in keep else len(keep), "spread")
     for c in keep:
         t.add_column(short.get(c, c), justify="right")
+
+    def cell(r, c):
+        if c == "spread":
+            pct = "" if r["time_s_spread"] != r["time_s_spread"] else f" ({100 * r['time_s_spread']:.0f} %)"
+            return f"{r['time_s_min']:.4g}–{r['time_s_max']:.4g}{pct}"
+        return f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c])
+
     for _, r in tab.iterrows():
-        t.add_row(*[f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in keep])
+        t.add_row(*[cell(r, c) for c in keep])
     con.print(t)
     if res["means"]:
         m = res["means"]
         con.print(f"throughput across {m['configurations']} configurations: arithmetic mean "
                   f"{m['arithmetic_mean_MBps']:.1f} MB/s, harmonic mean {m['harmonic_mean_MBps']:.1f} MB/s")
+    if loss:
+        from ..reports.weakloss import text_lines
+
+        for ln in text_lines(loss):
+            con.print(ln, markup=False, soft_wrap=True)
     for f in findings:
         con.print(f"[bold]{f.severity.upper()} [{f.id}][/] {f.title}\n  → {f.recommendation}")
     for n in res["notes"]:
@@ -255,20 +278,26 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
     _err().print("wrote " + ", ".join(str(p) for p in written.values()))
 
 
-def _scaling_findings(df) -> tuple[list, int, list[str]]:
-    """weak-scaling-loss over the runs' iodiag jobs (when the runs were recorded as jobs)."""
+def _scaling_findings(df) -> tuple[list, int, list[str], list[dict]]:
+    """weak-scaling-loss over the runs' iodiag jobs (when the runs were recorded as jobs), and the loss of each
+    scale by component (analyzers/weakloss.py)."""
     if "iodiag_job" not in df.columns:
-        return [], 0, ["runs were not recorded as iodiag jobs: no I/O diagnosis of the scaling (run the sweep where `iodiag run` works)"]
+        return [], 0, ["runs were not recorded as iodiag jobs: no I/O diagnosis of the scaling (run the sweep where `iodiag run` works)"], []
     from ..analyzers.detectors.scaling import compare_scaling
     from ..analyzers.job import load_job_record
+    from ..analyzers.weakloss import weak_loss
     from ..errors import IodiagError
     from ..jobs.store import find_job
     from ..recommend.rules import advise
 
     profiles, notes = [], []
-    for job_id in sorted({str(j) for j in df["iodiag_job"].dropna() if str(j)}):
+    ok = df[df["status"] == "succeeded"] if "status" in df.columns else df
+    for job_id in sorted({str(j) for j in ok["iodiag_job"].dropna() if str(j)}):
         try:
             profiles.append(load_job_record(find_job(job_id)))
         except IodiagError as exc:
             notes.append(f"job {job_id} not diagnosed: {exc}")
-    return advise(compare_scaling(profiles)), len(profiles), notes
+    loss = weak_loss(profiles)
+    if profiles and not loss:
+        notes.append("no loss by component: it needs Dask jobs (a task stream) at two or more worker counts")
+    return advise(compare_scaling(profiles)), len(profiles), notes, loss

@@ -17,12 +17,20 @@ per client (``<tag>`` = ``<pid>-<n>``, the n-th client of that process):
   hostname, nthreads, nanny, first/last seen, gone), rewritten atomically when
   it changes;
 - ``performance-report-<tag>.html``: the scheduler's ``performance_report``
-  (what ``distributed.performance_report`` writes; it needs bokeh; skipped
-  when ``$IODIAG_DASK_REPORT=0``: it is the one fixed cost of the capture,
-  1.5-3.5 s at client close);
+  (what ``distributed.performance_report`` writes; it needs bokeh; only when
+  ``$IODIAG_DASK_REPORT=1`` (``iodiag run --dask-report``): it is the one
+  fixed cost of the capture, 1-3.5 s at client close; never after a signal);
 - ``client-<tag>.json``: client pid/host, scheduler address, start/end, how
-  capture ended (``teardown``, ``cluster-close``, ``atexit``, ``sigterm``) and
-  any capture error.
+  capture ended (``teardown``, ``cluster-close``, ``atexit``, ``sigterm``),
+  ``interrupted_by`` (``SIGINT`` after Ctrl-C, ``SIGTERM``), any capture
+  error, and the run's ``timeline`` (scheduler start, client start, the
+  capture's setup and final seconds, every compute call and graph sent: see
+  ``_time_calls``).
+
+After Ctrl-C or SIGTERM (a terminal or a batch system signals the whole
+process group: the workers are ending too) the final capture asks only the
+scheduler for the rest of the task stream: a call to the workers waits for
+dead ones (30 s seen).
 
 The final capture runs once, from whichever comes first: the client's
 teardown, the close of the client's own cluster (a script that closes the
@@ -142,16 +150,33 @@ class Capture:
         self.ended_by = None
         self.scheduler_address = None
         self.final_s = None
+        self.interrupted = None  # "SIGINT" / "SIGTERM" when the capture ended after that signal
+        # the run's timeline, from clocks read in this process (time.time(): the task stream's clock on one host)
+        self.scheduler_started = None  # the scheduler's own start time (identity()["started"])
+        self.setup_s = None  # this capture's own cost when the client started
+        self.final_start = None  # when the final capture began (the client or its cluster closing)
+        self.computes = []  # [call, return] of each Client.get (dask.compute / .compute() / to_zarr)
+        self.submits = []  # [start, end, tasks] of each graph sent (Client._graph_to_futures), the first MAX_EVENTS
+        self.n_submits = 0
         self.poll_s = float(os.environ.get("IODIAG_DASK_POLL_S", "1") or 1)
 
     def path(self, stem, ext):
         return os.path.join(self.out, f"{stem}-{self.tag}.{ext}")
 
     # -- incremental collection -----------------------------------------------
-    async def collect(self):
+    async def collect(self, workers=True):
+        """Append the task stream's new records; with ``workers``, first refresh what is known of the workers
+        (identity, pid, host, clock offset, thread ids: calls that wait for every worker to answer)."""
+        if workers:
+            await self.collect_workers()
+        await self.collect_tasks()
+
+    async def collect_workers(self):
         sched = self.client.scheduler
         info = await sched.identity()
         self.scheduler_address = info.get("address")
+        if isinstance(info.get("started"), (int, float)):
+            self.scheduler_started = float(info["started"])
         now = time.time()
         current = info.get("workers", {}) or {}
         new = [a for a in current if a not in self.workers]
@@ -187,7 +212,9 @@ class Capture:
                         changed = True
         if changed:
             self.write_workers()
-        recs = await sched.get_task_stream(start_index=self.cursor)
+
+    async def collect_tasks(self):
+        recs = await self.client.scheduler.get_task_stream(start_index=self.cursor)
         if recs:
             lines = []
             for r in recs:
@@ -236,6 +263,11 @@ class Capture:
             if os.path.exists(self.path("performance-report", "html")) else None,
             "errors": self.errors,
             "final_capture_s": self.final_s,
+            "interrupted_by": self.interrupted,
+            "timeline": {"scheduler_started_s": self.scheduler_started, "client_start_s": self.t0,
+                         "setup_s": self.setup_s, "computes": self.computes, "submits": self.submits,
+                         "submits_total": self.n_submits, "final_start_s": self.final_start,
+                         "final_s": self.final_s},
         }
         try:
             import distributed
@@ -266,7 +298,7 @@ class Capture:
                 return
             self.done = True
             self.ended_by = ended_by
-            t_final = time.time()
+            t_final = self.final_start = time.time()
             if self.poll_task is not None and not self.poll_task.done():
                 self.poll_task.cancel()
             # the workload has ended: every wait from here is bounded by a short probe of the scheduler, so a
@@ -277,13 +309,23 @@ class Capture:
             except Exception as exc:  # noqa: BLE001
                 alive = False
                 self.errors.append(f"scheduler gone at the end ({exc!r}): task stream kept up to the last poll")
+            # after Ctrl-C or SIGTERM (to the whole process group: the workers are ending too) only the
+            # scheduler's own task stream is asked for; a call to the workers would wait for dead ones (30 s
+            # connect timeout seen, past a batch system's grace time before SIGKILL)
+            interrupted = _signalled() is not None or ended_by == "sigterm"
             try:
                 if alive:
-                    await asyncio.wait_for(self.collect(), 30)
+                    await asyncio.wait_for(self.collect_tasks(), 10 if interrupted else 30)
             except Exception as exc:
                 self.errors.append(f"final task stream: {exc!r}")
+            try:  # (after a signal what the polls learnt of the workers stands: they are ending)
+                if alive and not interrupted:
+                    await asyncio.wait_for(self.collect_workers(), 15)
+            except Exception as exc:
+                self.errors.append(f"final worker refresh: {exc!r}")
+            self.interrupted = _signalled() or ("SIGTERM" if ended_by == "sigterm" else None)
             try:
-                if os.environ.get("IODIAG_DASK_REPORT", "1") == "0" or not alive:
+                if os.environ.get("IODIAG_DASK_REPORT", "0") != "1" or not alive or interrupted:
                     raise _Skipped()
                 code = ""
                 main = sys.argv[0] if sys.argv else ""
@@ -398,12 +440,52 @@ async def dask_setup(client):
         await cap.collect()
     except Exception as exc:
         cap.errors.append(f"first collect: {exc!r}")
+    _time_calls(client, cap)
+    cap.setup_s = time.time() - cap.t0
     cap.write_meta()
     cap.poll_task = asyncio.ensure_future(cap.poll())
     _capture_before(client, "_shutdown", cap, "client-shutdown")  # client.shutdown() stops the scheduler
     cluster = getattr(client, "cluster", None)
     if cluster is not None:
         _capture_before(cluster, "_close", cap, "cluster-close")
+
+
+MAX_EVENTS = 2000  # submissions kept per client (a loop of client.submit calls makes one each)
+
+
+def _time_calls(client, cap) -> None:
+    """Note when each compute call (``Client.get``: what dask.compute, ``.compute()`` and ``to_zarr`` use) runs
+    and when each graph is sent (``Client._graph_to_futures``: also ``submit``/``map``/``persist``), as
+    [start, end] pairs in this process's clock: what tells graph building and submission from the time
+    workers spend between tasks.  Two ``time.time()`` calls per call; a synchronous client only."""
+    if getattr(client, "_asynchronous", False):  # (``asynchronous`` is True in the event loop's thread, here)
+        return
+    get, send = getattr(client, "get", None), getattr(client, "_graph_to_futures", None)
+
+    def timed_get(*args, **kwargs):
+        t = time.time()
+        try:
+            return get(*args, **kwargs)
+        finally:
+            if len(cap.computes) < MAX_EVENTS:
+                cap.computes.append([t, time.time()])
+
+    def timed_send(*args, **kwargs):
+        t = time.time()
+        try:
+            return send(*args, **kwargs)
+        finally:
+            cap.n_submits += 1
+            if len(cap.submits) < MAX_EVENTS:
+                cap.submits.append([t, time.time()])
+
+    try:
+        if get is not None:
+            client.get = timed_get
+        if send is not None:
+            client._graph_to_futures = timed_send
+    except Exception as exc:  # noqa: BLE001 - the timeline is then inferred from the task stream
+        cap.errors.append(f"timeline: {exc!r}")
 
 
 def _capture_before(obj, method: str, cap, ended_by: str) -> None:
@@ -451,7 +533,31 @@ def _finish_all(ended_by, timeout=120):
                 pass
 
 
+_exit_signal = {"v": None}  # set at interpreter exit when the script died of Ctrl-C (KeyboardInterrupt)
+
+
+def _signalled():
+    """"SIGINT" when the script is ending on Ctrl-C: the main thread is handling a KeyboardInterrupt (a
+    ``with Client(...)`` block closing on its way out) or died of one (interpreter exit), else None.  Read from
+    the interpreter, so no signal handler of ours changes what the script sees."""
+    if _exit_signal["v"]:
+        return _exit_signal["v"]
+    cur = None
+    try:
+        cur = sys._current_exceptions().get(threading.main_thread().ident)
+    except Exception:  # noqa: BLE001 - not CPython
+        pass
+    if isinstance(cur, tuple):  # Python < 3.12: exc_info triples
+        cur = cur[1]
+    return "SIGINT" if isinstance(cur, KeyboardInterrupt) else None
+
+
 def _atexit():
+    # the uncaught exception that ended the script is kept in sys.last_value (sys.last_exc from 3.12) by then;
+    # only read here: an interactive session keeps an old one there while it goes on
+    last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    if isinstance(last, KeyboardInterrupt):
+        _exit_signal["v"] = "SIGINT"
     _finish_all("atexit")
 
 

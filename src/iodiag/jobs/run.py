@@ -64,7 +64,7 @@ class RunOptions:
     darshan_lib: str | None = None
     store: str | None = None
     dask: bool = True
-    dask_report: bool = True  # the performance report HTML (the capture's one fixed cost)
+    dask_report: bool = False  # the performance report HTML (opt-in: 1-3 s at client close, see benchmarks/README.md)
     settings: dcol.DarshanSettings = field(default_factory=dcol.DarshanSettings)
     grace_s: float = 10.0
     tick_s: float = 1.0
@@ -126,7 +126,7 @@ def _with_preload(env: Mapping[str, str], var: str) -> str:
     return json.dumps(preload)
 
 
-def _dask_env(env: Mapping[str, str], dask_dir: Path, *, report: bool = True) -> dict[str, str]:
+def _dask_env(env: Mapping[str, str], dask_dir: Path, *, report: bool = False) -> dict[str, str]:
     # the client preload captures the task stream; the same file as a worker preload logs each worker's clock
     # offset estimate (see dask_capture._record_delays)
     out = {DASK_PRELOAD_VAR: _with_preload(env, DASK_PRELOAD_VAR),
@@ -310,13 +310,15 @@ def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, dars
     if dask_dir.is_dir():
         artefacts["dask"] = sorted(p.name for p in dask_dir.iterdir() if p.is_file() and not p.name.endswith(".tmp"))
     for c in clients:
-        if c.get("ended_by") in (None, "sigterm"):
-            reasons.append(f"Dask client (pid {c.get('pid')}) ended by {c.get('ended_by') or 'an unexpected exit'}; "
+        if c.get("ended_by") in (None, "sigterm") or c.get("interrupted_by"):
+            how = c.get("interrupted_by") or c.get("ended_by") or "an unexpected exit"
+            reasons.append(f"Dask client (pid {c.get('pid')}) ended by {how}; "
                            "the task stream holds what finished until then")
         for err in c.get("errors") or []:
             run_notes.append(f"Dask capture: {err}")
+    interrupted = bool(outcome.signal) and any(c.get("interrupted_by") for c in clients)
     for w in workers:
-        if w.get("gone"):
+        if w.get("gone") and not interrupted:  # (after Ctrl-C/SIGTERM to the group the workers end too)
             left = w.get("gone_at")
             reasons.append(f"Dask worker {w.get('address')} (pid {w.get('pid')}) left the cluster mid-run"
                            + (f" at {time.strftime('%H:%M:%S', time.localtime(left))}" if left else ""))

@@ -524,8 +524,35 @@ def _inactive_ranks(f: Finding, cfg: Config) -> str:
             f"the data over all ranks (or run with {active} processes and save {idle} idle ones)")
 
 
+# what to change when a component of a Dask run's weak-scaling loss is the largest (analyzers/weakloss.py)
+WEAK_LOSS_CHANGE = {
+    "io": "the I/O inside tasks grows with the workers: they contend for the same storage (one disk, or too few "
+          "OSTs/targets); write fewer, larger chunks, spread the store over more targets (Lustre: lfs setstripe "
+          "-c on the Zarr folder), or stop adding workers at the last efficient scale",
+    "compute": "the tasks' compute grows per worker: the cores are oversubscribed (workers x threads above the "
+               "cores, or BLAS/OpenMP threads inside tasks: set OMP_NUM_THREADS=1); give each worker its own cores",
+    "task_overhead": "workers wait between tasks longer: the scheduler's per-task cost grows with the number of "
+                     "tasks; use fewer, larger chunks (tens to hundreds of MB) so each task does more work",
+    "transfer_spill": "data moves between workers or spills to disk: align the chunks of the input with the "
+                      "output so each task reads its own data (no rechunk), and give workers more memory",
+    "startup_shutdown": "starting and stopping the cluster grows with the workers (more processes to spawn, "
+                        "import and register); it does not grow with the data, so start the cluster once and "
+                        "reuse it across steps (on a batch system: workers started with the job, e.g. "
+                        "dask-jobqueue or dask-mpi), or give each run more data so it amortises",
+    "graph_submit": "building and sending the graph grows with the data: fewer, larger chunks make a smaller "
+                    "graph; build it once (one to_zarr/compute over the whole dataset instead of one per step)",
+    "iodiag_capture": "iodiag's own capture grew (its cost is labelled apart): leave --dask-report off",
+}
+
+
 def _weak_scaling_loss(f: Finding, cfg: Config) -> str:
     ev, x = f.evidence, f.facts
+    if "largest" in x:  # Dask runs: the loss split into components
+        big = x["largest"]
+        text = WEAK_LOSS_CHANGE.get(big, "")
+        if big == "compute" and not x.get("io_traced"):
+            text += " (the tasks' I/O was not traced, so it is inside compute: re-run with the embedded collector "                     "or --dxt to split it)"
+        return x.get("why", "") + text
     i = ev["efficiency"].index(min(ev["efficiency"]))
     n, base_n = ev["processes"][i], ev["processes"][0]
     return (x.get("why", "") + f"at {n} {x['unit']} each moves {fmt_bytes(ev['bytes_per_process'][i])} at "

@@ -43,7 +43,7 @@ def program_name(exe: str, args: str) -> str:
 
 def job_dict(profile: JobProfile) -> dict[str, Any]:
     j = profile.job
-    return {
+    out = {
         "id": j.job_id,
         "exe": j.exe,
         "program": program_name(j.exe, j.args),
@@ -69,6 +69,10 @@ def job_dict(profile: JobProfile) -> dict[str, Any]:
         "blind_spots": list(j.blind_spots),
         "processes": processes_list(profile),
     }
+    if j.metadata.get("iodiag_job"):  # recorded by `iodiag run`: how the workload ended (a Darshan log keeps none)
+        out.update(exit_code=j.exit_status, exit_signal=j.exit_signal,
+                   partial=bool(j.partial_reasons), partial_reasons=list(j.partial_reasons))
+    return out
 
 
 def processes_list(profile: JobProfile, limit: int = 64) -> list[dict[str, Any]]:

@@ -87,6 +87,11 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     rt = "-" if j["runtime_s"] is None else fmt_seconds(j['runtime_s']) + (" (derived from records)" if j.get("runtime_derived") else "")
     src = j["collector"] + (f" {j['darshan_version']}" if j.get("darshan_version") else "") + (f", log format {j['log_format']}" if j.get("log_format") else "")
     line(f"  {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'} · run time {rt} · {j['start'] or '?'} → {j['end'] or '?'} · {src}", hang=4)
+    if "exit_code" in j:  # a job recorded by `iodiag run`
+        status = (f"killed by {j['exit_signal']} (exit status {j['exit_code']})" if j.get("exit_signal")
+                  else "-" if j["exit_code"] is None else f"exit status {j['exit_code']}")
+        why = f" · partial: {'; '.join(j['partial_reasons'])}" if j.get("partial_reasons") else ""
+        line(("  workload: ", None), (status, "bold red" if j["exit_code"] else None), why, hang=4)
     if len(j.get("programs", [])) > 1:
         line("  programs: " + "; ".join(f"{p['exe']} ({p['nprocs']} procs)" for p in j["programs"]), hang=4)
     mods = " ".join(j["modules"]) or "none"

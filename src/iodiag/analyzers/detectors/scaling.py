@@ -22,11 +22,14 @@ from ...profile import JobProfile
 from ...units import fmt_pct
 from ..metrics import metrics_of
 from ..tasktime import dask_time_of
+from ..weakloss import WORDS, weak_loss, workers_of
 from ._common import finding
 
 
 def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -> list[Finding]:
     cfg = cfg or Config()
+    if profiles and all(len(p.tasks) for p in profiles):
+        return _dask_loss(profiles, cfg)
     rows = []
     for p in profiles:
         m = metrics_of(p)
@@ -64,14 +67,32 @@ def compare_scaling(profiles: Sequence[JobProfile], cfg: Config | None = None) -
                            "worst_bandwidth": w[3], "base_bandwidth": base[3]})]
 
 
-def _workers(p: JobProfile) -> int:
-    """Worker processes of a Dask job (those the run recorded, whether or not they got tasks); 0 otherwise."""
-    if not len(p.tasks):
-        return 0
-    pr = p.processes
-    by_role = int((pr["role"] == "worker").sum()) if "role" in pr and len(pr) else 0
-    dt = dask_time_of(p)
-    return max(by_role, dt.workers if dt is not None else 0)
+_workers = workers_of
+
+
+def _dask_loss(profiles: Sequence[JobProfile], cfg: Config) -> list[Finding]:
+    """weak-scaling-loss of Dask runs: the scale of lowest wall-time efficiency, its loss by component."""
+    loss = weak_loss(profiles)
+    if not loss:
+        return []
+    w = min(loss, key=lambda x: x["efficiency"] or 1.0)
+    if (w["efficiency"] or 1.0) >= cfg.stragglers.scaling_efficiency:
+        return []
+    by_job = {p.job.job_id: p for p in profiles}
+    worst, base = by_job[w["median_job"]], by_job[w["base_median_job"]]  # the runs of median wall time
+    big = w["largest"]
+    comp = w["components_s"]
+    ev = {"workers": [w["p0"], *[x["p"] for x in loss]], "efficiency": [1.0, *[x["efficiency"] for x in loss]],
+          "run_s": [w["T0_s"], *[x["T_s"] for x in loss]], "loss_s": w["loss_s"], "loss_band_s": w["loss_band_s"],
+          "components_s": comp, "bands_s": w["bands_s"], "unexplained_s": w["unexplained_s"], "largest": big,
+          "largest_s": comp[big], "io_traced": w["io_traced"], "jobs": w["jobs"], "base_jobs": w["base_jobs"],
+          "basis": w["basis"]}
+    why = _grown_component(base, worst, ev) if big in ("io", "compute") else ""
+    return [finding(cfg, worst, WEAK_SCALING_LOSS.id,
+                    f"weak scaling {w['efficiency']:.0%}: the run takes {w['T_s']:.1f} s at {w['p']} workers against "
+                    f"{w['T0_s']:.1f} s at {w['p0']}; largest part of the +{w['loss_s']:.2f} s: {WORDS[big]} "
+                    f"(+{comp[big]:.2f} s)", wall_s=max(w["loss_s"], 0.0), evidence=ev,
+                    facts={"why": why, "largest": big, "io_traced": w["io_traced"], "p": w["p"], "p0": w["p0"]})]
 
 
 def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
@@ -108,8 +129,10 @@ def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
 
 WEAK_SCALING_LOSS = FindingSpec(
     id="weak-scaling-loss", seq=15, detect=None, runs_over="compare_scaling(profiles)",
-    fires="per-process bandwidth vs the smallest run < `scaling_efficiency`",
-    cost="lost process-seconds of the worst run",
+    fires="per-process bandwidth vs the smallest run < `scaling_efficiency`; Dask runs (a task stream in every "
+          "job): wall-time weak efficiency T(p0)/T(p) < `scaling_efficiency`, the loss split into components "
+          "(`analyzers/weakloss.py`), the largest named with what to change",
+    cost="lost process-seconds of the worst run; Dask: the loss T(p) − T(p0) of the runs of median wall time",
     config_keys=("stragglers.scaling_efficiency",),
     admin_action="Help these users check how their I/O scales with ranks (shared-file striping, aggregators).",
 )

@@ -2,7 +2,8 @@
 
 * ``summarize``: per configuration (every grid parameter but the repetition),
   n, mean, standard deviation and the 95 % confidence half-width
-  (Student t, n-1 degrees of freedom) of a time, and the throughput
+  (Student t, n-1 degrees of freedom) of a time, the spread of the
+  repetitions (min, max, (max - min) / median), and the throughput
   (bytes / time) with the same statistics;
 * ``scaling``: along one axis (e.g. ``workers``), speedup and parallel
   efficiency — strong (same total work): S = T(p0)/T(p), E = S/(p/p0); weak
@@ -103,7 +104,11 @@ def _stats(x, name: str) -> dict[str, float]:
     std = float(np.std(x, ddof=1)) if n > 1 else float("nan")
     half = t_quantile_975(n - 1) * std / math.sqrt(n) if n > 1 else float("nan")
     return {f"{name}_n": n, f"{name}_mean": mean, f"{name}_std": std, f"{name}_ci95": half,
-            f"{name}_lo": mean - half if n > 1 else float("nan"), f"{name}_hi": mean + half if n > 1 else float("nan")}
+            f"{name}_lo": mean - half if n > 1 else float("nan"), f"{name}_hi": mean + half if n > 1 else float("nan"),
+            # the spread of the repetitions themselves: range, and range over the median (how far apart runs of
+            # the same point landed)
+            f"{name}_min": float(np.min(x)), f"{name}_max": float(np.max(x)),
+            f"{name}_spread": float((np.max(x) - np.min(x)) / np.median(x)) if n > 1 and np.median(x) else float("nan")}
 
 
 def scaling(summary, *, axis: str = "workers", mode: str = "strong"):

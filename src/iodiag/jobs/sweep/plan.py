@@ -1,5 +1,7 @@
 """From a spec to a plan: one Run per grid point × repetition, plus the prepare
 steps they depend on, each with its folder, parameters and command line.
+Runs are ordered repetition by repetition (every grid point once, then again):
+`sweep run` and the batch chain run them interleaved.
 
 Each run's command is ``iodiag run --name <run> [--collector C] -- python -m
 iodiag.workloads.<w> <params>`` so that every run becomes an iodiag job; when
@@ -163,6 +165,9 @@ def make_plan(spec: SweepSpec, *, sweep_dir: str | Path, max_runs: int = 64, yes
                             dir=rdir, depends_on=list(deps),
                             argv=command_line(workload=spec.workload, params=params, name=name, launcher=launcher,
                                               collector=spec.collector, python=python)))
+    # repetitions round-robin over the grid points (A1 B1 C1 A2 B2 C2 ...): a drift of the machine's load
+    # during the sweep then spreads over every point instead of landing on the points run last
+    runs.sort(key=lambda r: r.rep)  # (stable: the grid order within a repetition is kept)
     dup = len({r.name for r in runs}) != len(runs)
     if dup:
         raise ConfigError(f"{spec.source}: two grid points give the same run folder name",

@@ -121,6 +121,11 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
         rows.append(("start", datetime.fromtimestamp(job.start_s, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")))
     if job.runtime_s is not None:
         rows.append(("run time", fmt_seconds(job.runtime_s) + (" (derived from the last recorded I/O)" if job.runtime_derived else "")))
+    if job.metadata.get("iodiag_job"):
+        rows.append(("workload exit status", "-" if job.exit_status is None else
+                     f"{job.exit_status}" + (f" (killed by {job.exit_signal})" if job.exit_signal else "")))
+        if job.partial_reasons:
+            rows.append(("partial because", "; ".join(job.partial_reasons)))
     rows.append(("collector", job.collector + (f" {job.darshan_version}" if job.darshan_version else "") + (f" (log format {job.log_format})" if job.log_format else "")))
     rows.append(("modules", ", ".join(m + (" [partial]" if m in job.partial_modules else "") for m in job.modules) or "-"))
     rows.append(("logs", f"{len(job.logs)}"))

@@ -27,15 +27,41 @@ RUN_HELP = (
 
 
 def _darshan_names(logs):
-    """File names in Darshan logs (darshan-util), for the job's metadata snapshot; none without pydarshan."""
+    """File names in Darshan logs (darshan-util), for the job's metadata snapshot; none without pydarshan.
+
+    darshan-util runs in a child process: it aborts the process that calls it on some damaged logs (an assertion
+    in its name-hash reader, e.g. on the log of a process killed while Darshan wrote it), and here that process
+    is ``iodiag run`` itself, which must still record the job and exit as its workload did.  A log that kills
+    the child costs the snapshot its names, nothing else."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_names_in_child, args=(list(logs), send), daemon=True)
+    child.start()
+    send.close()
+    try:
+        return recv.recv() if recv.poll(60) else []  # a hung child: no names after a minute
+    except (EOFError, OSError):  # the child died (darshan-util aborted) before it sent anything
+        return []
+    finally:
+        recv.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+
+
+def _names_in_child(logs, send):
     from ..errors import IodiagError
 
     try:
         from ..analyzers.readers.darshan_decode import log_names
 
-        return log_names(logs)
+        names = log_names(logs)
     except (ImportError, IodiagError):
-        return []
+        names = []
+    send.send(names)
+    send.close()
 
 
 @app.command(

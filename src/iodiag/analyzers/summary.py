@@ -223,18 +223,28 @@ def volumes(profile: JobProfile) -> dict[str, int]:
 # counted there (MPI-IO time includes the POSIX time beneath it, so a file is never counted at two layers)
 LOW_LAYERS = (("POSIX", "POSIX"), ("STDIO", "STDIO"))
 # (HDF5 datasets and PnetCDF variables are parts of files, not files: H5F/PNETCDF_FILE stand for their file)
-HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5F", "H5F"), ("PNETCDF_FILE", "PNETCDF_FILE"), ("DFS", "DFS"), ("DAOS", "DAOS"))
+HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5F", "H5F"), ("PNETCDF_FILE", "PNETCDF_FILE"), ("DAOS", "DAOS"), ("DFS", "DFS"))
 _FILE_COLS = (("read_time_s", "_F_READ_TIME"), ("write_time_s", "_F_WRITE_TIME"), ("meta_time_s", "_F_META_TIME"),
               ("bytes_read", "_BYTES_READ"), ("bytes_written", "_BYTES_WRITTEN"))
 
 
-def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, skip: set | None = None) -> None:
+def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, skip: set | None = None,
+                stack: bool = False) -> None:
+    """Add the layers' records to ``acc`` (file id -> sums), leaving out files in ``skip``.  With ``stack`` the
+    layers are one stack, lowest first: a file already counted at a layer below only gets the layer's name
+    (DAOS beneath DFS: a DFS file's bytes and seconds once)."""
+    skip = set(skip or ())
+    base = set(skip)  # files of the layers beneath these (not named with them)
     for mod, pre in layers:
         t = profile.module(mod)
         if t is None:
             continue
         fid = t["file_id"]
         keep = np.ones(len(fid), bool) if not skip else ~np.isin(fid, np.fromiter(skip, dtype=fid.dtype, count=len(skip)))
+        if stack:
+            below = {f: acc[f] for f in fid[~keep].tolist() if f in acc and f not in base}
+            for d in below.values():
+                d.setdefault("_layers", set()).add(mod)
         if not keep.any():
             continue
         uniq, inv = np.unique(fid[keep], return_inverse=True)
@@ -255,6 +265,8 @@ def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, sk
             else:  # a record shared by every process of its log
                 d.setdefault("_shared", set()).add(lg)
             d.setdefault("_layers", set()).add(mod)
+        if stack:
+            skip |= set(fid[keep].tolist())
 
 
 def file_times(profile: JobProfile) -> Table:
@@ -264,7 +276,7 @@ def file_times(profile: JobProfile) -> Table:
     pr = profile.processes
     log_size = np.bincount(pr["log"]) if len(pr) else np.zeros(1, "i8")
     _accumulate(profile, LOW_LAYERS, acc, log_size)
-    _accumulate(profile, HIGH_LAYERS, acc, log_size, skip=set(acc))
+    _accumulate(profile, HIGH_LAYERS, acc, log_size, skip=set(acc), stack=True)
     paths = profile.path_of()
     fids = list(acc)
 
@@ -331,15 +343,14 @@ def top_files(profile: JobProfile, n: int = 5) -> list[FileTotals]:
 
 
 def process_io_time(profile: JobProfile) -> np.ndarray:
-    """I/O seconds per process (index = proc): the detectors' own numbers (``metrics.proc_io_s``).
-
-    POSIX-level time only (MPI-IO time includes the POSIX time beneath it); a shared
-    record's time goes to its slowest rank, the rest spread evenly over the other ranks
+    """I/O seconds per process (index = proc): the time model's process-seconds over every layer
+    (``TimeModel.proc_layer_s``: the POSIX level, MPI-IO time beyond the POSIX time beneath it, HDF5, PnetCDF
+    and DFS).  A shared record's time goes to its slowest rank, the rest spread evenly over the other ranks
     of its log, so jobs that only write shared files still show who waited.
     """
-    from .metrics import metrics_of
+    from .timemodel import time_model_of
 
-    return metrics_of(profile).proc_io_s[: len(profile.processes)]
+    return time_model_of(profile).proc_layer_s[: len(profile.processes)]
 
 
 def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:

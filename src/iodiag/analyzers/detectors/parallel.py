@@ -176,10 +176,22 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     if ratio < c.imbalance_ratio:
         return []
     heavy = np.flatnonzero(peers & (b >= c.imbalance_ratio * max(med, 1.0)))
-    t = time_model_of(profile).proc_io_s[peers]  # wall seconds in I/O per process
+    tm = time_model_of(profile)
+    t = tm.proc_io_s[peers]  # wall seconds in I/O per process
     ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
           "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
           "max_io_s": float(t.max()), "median_io_s": median(t)}
+    wall = float(t.max() - median(t))
+    wait = tm.proc_mpiio_wait_s[peers] if len(tm.proc_mpiio_wait_s) else np.zeros(0)
+    if len(wait) and wait.any():
+        # in collective MPI-IO calls the light processes wait for the heavy ones (the aggregators): their
+        # MPI-IO time beyond their own POSIX time is this imbalance's, less the part a balanced share of the
+        # bytes would still take (bytes per process at most the mean instead of the max)
+        med_wait = median(wait)
+        balanced = float(b[peers].mean() / b.max())
+        ev["median_mpiio_wait_s"] = med_wait
+        ev["collective_wait_charged_s"] = med_wait * (1 - balanced)
+        wall = min(wall + med_wait * (1 - balanced), tm.io_wall_s)
     facts: dict = {"collective": False}
     mp = profile.module("MPI-IO")
     if mp is not None:
@@ -204,7 +216,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
     return [finding(cfg, profile, RANK_IMBALANCE.id, f"{len(heavy)} of {int(peers.sum())} processes move {fmt_pct(ev['share_of_bytes_on_heavy'])} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
-                    wall_s=float(t.max() - median(t)), evidence=ev, files=files,
+                    wall_s=wall, evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
                     facts=facts)]
 
@@ -249,7 +261,8 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
 RANK_IMBALANCE = FindingSpec(
     id="rank-imbalance", seq=8, detect=detect_rank_imbalance,
     fires="max/median bytes per process ≥ `imbalance_ratio`",
-    cost="slowest − median process I/O time",
+    cost="slowest − median process I/O time, plus the median process's MPI-IO wait (MPI-IO time beyond its own "
+         "POSIX time: collective calls waiting for the aggregators) × (1 − mean/max bytes per process)",
     config_keys=("access.imbalance_ratio", "stragglers.min_processes"),
     admin_action="Help these users spread I/O over ranks (collective buffering, aggregators) instead of funnelling "
                  "it through a few.",

@@ -32,7 +32,7 @@ import numpy as np
 from ..profile import OP, JobProfile
 from . import batches
 from .batches import chunks
-from .metrics import group_sum, memo, metrics_of
+from .metrics import group_sum, memo, metrics_of, pcol
 from .nputil import stable_argsort_small
 
 
@@ -363,12 +363,36 @@ def _proc_log(profile: JobProfile, n: int) -> tuple[np.ndarray, np.ndarray, np.n
     return proc_log, size, first
 
 
-def proc_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> np.ndarray:
+def meta_span_rows(profile: JobProfile) -> np.ndarray:
+    """Per POSIX-level row (``metrics.level``): the wall seconds its opens and closes can have taken in any one
+    process, from the record's timestamps: (OPEN_END - OPEN_START) + (CLOSE_END - CLOSE_START).  A shared record
+    holds the first start and the last end over every rank, so each rank's opens lie inside that span however
+    many ranks opened the file; inf where a record has no open timestamps."""
+    d = memo(profile)
+    if "meta_span_rows" not in d:
+        parts = []
+        for mod in ("POSIX", "STDIO"):  # level_rows' order
+            t = profile.module(mod)
+            if t is None:
+                continue
+            g = lambda c: pcol(profile, mod, f"{mod}_F_{c}_TIMESTAMP", "f8")  # noqa: E731
+            o0, o1, c0, c1 = g("OPEN_START"), g("OPEN_END"), g("CLOSE_START"), g("CLOSE_END")
+            span = np.maximum(o1 - o0, 0.0) + np.where((c0 > 0) & (c1 >= c0), c1 - c0, 0.0)
+            parts.append(np.where(o1 > 0, span, np.inf))
+        a = np.concatenate(parts) if parts else np.zeros(0)
+        a.flags.writeable = False
+        d["meta_span_rows"] = a
+    return d["meta_span_rows"]
+
+
+def proc_cost_of_rows(profile: JobProfile, row_cost: np.ndarray, shared_cap: np.ndarray | None = None) -> np.ndarray:
     """Spread process-seconds given per POSIX-level row (``metrics.level``) over processes, in wall seconds.
 
     A row of one process goes to that process; a shared row (rank -1) gives its slowest rank the share of time
     that rank spent and every other rank of its log an even part of the rest.  Each process's amount is then
-    scaled by its wall-to-summed I/O ratio (calls of threads that overlap in time count once).
+    scaled by its wall-to-summed I/O ratio (calls of threads that overlap in time count once).  ``shared_cap``
+    (per row) bounds what one process gets from a shared row (e.g. ``meta_span_rows``: the wall span of the
+    record's opens).
     """
     m = metrics_of(profile)
     tm = time_model_of(profile)
@@ -392,14 +416,19 @@ def proc_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> np.ndarray:
         valid = (k > 1) & (slow >= 0) & (slow < k)
         frac = np.where(valid, frac, 1.0 / np.maximum(k, 1))
         rest = np.where(k > 1, row_cost[idx] * (1 - frac) / np.maximum(k - 1, 1), 0.0)
+        mine = row_cost[idx] * frac
+        if shared_cap is not None:
+            cap = np.asarray(shared_cap, "f8")[idx]
+            rest, mine = np.minimum(rest, cap), np.minimum(mine, cap)
         # every process of the log gets the even part; the slowest rank gets its own share instead
         out += np.bincount(log, weights=rest, minlength=len(size))[proc_log]
         target = np.where(valid, first[log] + slow, first[log])
-        np.add.at(out, np.clip(target, 0, n - 1), row_cost[idx] * frac - rest)
+        np.add.at(out, np.clip(target, 0, n - 1), mine - rest)
     return np.maximum(out, 0.0) * tm.proc_scale
 
 
-def proc_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> np.ndarray:
+def proc_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray,
+                       shared_cap: np.ndarray | None = None) -> np.ndarray:
     """Per-file process-seconds (``cost_f`` aligned with the file ids ``fids``) spread over processes in wall
     seconds: each file's cost goes to its POSIX-level rows in proportion to their I/O time (evenly when the file
     took no time), then as ``proc_cost_of_rows``.  Cost on files without POSIX-level rows (an MPI-IO file whose
@@ -424,7 +453,7 @@ def proc_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray
         nrow = np.bincount(fidx, minlength=len(lf)).astype("f8")
         w = np.where(ft[fidx] > 0, np.divide(t_row, ft[fidx], out=np.zeros(len(lv)), where=ft[fidx] > 0),
                      1.0 / np.maximum(nrow[fidx], 1))
-        out = proc_cost_of_rows(profile, per_file[fidx] * w)
+        out = proc_cost_of_rows(profile, per_file[fidx] * w, shared_cap)
     lost = float(cost_f[~known].sum())
     if lost > 0:
         out = out + lost / max(n, 1) * time_model_of(profile).proc_scale
@@ -436,9 +465,11 @@ def _wall(tm: TimeModel, per_proc: np.ndarray) -> float:
     return tm.cap(min(w, tm.io_wall_s) if tm.io_wall_s > 0 else w)
 
 
-def wall_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> float:
-    """Job wall seconds that per-file process-seconds add: the busiest process's part of them."""
-    return _wall(time_model_of(profile), proc_cost_of_files(profile, fids, cost_f))
+def wall_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray,
+                       shared_cap: np.ndarray | None = None) -> float:
+    """Job wall seconds that per-file process-seconds add: the busiest process's part of them (a process's part
+    of a shared record at most ``shared_cap`` of that row, when given)."""
+    return _wall(time_model_of(profile), proc_cost_of_files(profile, fids, cost_f, shared_cap))
 
 
 def wall_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> float:

@@ -364,10 +364,10 @@ def _proc_log(profile: JobProfile, n: int) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def meta_span_rows(profile: JobProfile) -> np.ndarray:
-    """Per POSIX-level row (``metrics.level``): the wall seconds its opens and closes can have taken in any one
-    process, from the record's timestamps: (OPEN_END - OPEN_START) + (CLOSE_END - CLOSE_START).  A shared record
-    holds the first start and the last end over every rank, so each rank's opens lie inside that span however
-    many ranks opened the file; inf where a record has no open timestamps."""
+    """Per POSIX-level row (``metrics.level``): the wall seconds its metadata can take in any one process, from
+    the record's open timestamps: OPEN_END - OPEN_START.  A shared record holds the first start and the last end
+    over every rank, so each rank's opens lie inside that span however many ranks opened the file (65,536 opens
+    in 0.66 s cost 0.66 s, not the ranks' summed seconds); inf where a record has no open timestamps."""
     d = memo(profile)
     if "meta_span_rows" not in d:
         parts = []
@@ -375,10 +375,9 @@ def meta_span_rows(profile: JobProfile) -> np.ndarray:
             t = profile.module(mod)
             if t is None:
                 continue
-            g = lambda c: pcol(profile, mod, f"{mod}_F_{c}_TIMESTAMP", "f8")  # noqa: E731
-            o0, o1, c0, c1 = g("OPEN_START"), g("OPEN_END"), g("CLOSE_START"), g("CLOSE_END")
-            span = np.maximum(o1 - o0, 0.0) + np.where((c0 > 0) & (c1 >= c0), c1 - c0, 0.0)
-            parts.append(np.where(o1 > 0, span, np.inf))
+            o0 = pcol(profile, mod, f"{mod}_F_OPEN_START_TIMESTAMP", "f8")
+            o1 = pcol(profile, mod, f"{mod}_F_OPEN_END_TIMESTAMP", "f8")
+            parts.append(np.where(o1 > 0, np.maximum(o1 - o0, 0.0), np.inf))
         a = np.concatenate(parts) if parts else np.zeros(0)
         a.flags.writeable = False
         d["meta_span_rows"] = a

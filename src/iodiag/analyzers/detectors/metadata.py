@@ -210,7 +210,7 @@ METADATA_STORM = FindingSpec(
           "ops/s (peak 1 s bin from ops, else average); opens per read/write ≥ `opens_per_data_op`; a (process, "
           "file) opened ≥ `reopen_count` times",
     cost="metadata seconds, in wall time: one process's part of a shared record (rank -1) at most the record's "
-         "open + close timestamp span",
+         "open timestamp span (OPEN_END − OPEN_START)",
     config_keys=("metadata.min_ops", "metadata.time_share", "metadata.rate_per_s", "metadata.reopen_count",
                  "metadata.opens_per_data_op"),
     notes=("metadata time is attributed to Python imports (.py/.pyc/.so), Zarr chunk files, NetCDF/HDF5 files; each "

@@ -222,6 +222,9 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 
 def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
+    if mod == "MPI-IO":  # MPI-IO counts its calls by kind: a rank in a collective call takes part in the I/O
+        return sum(pcol(profile, mod, f"MPIIO_{k}_{rw}") for k in ("INDEP", "COLL", "SPLIT", "NB")
+                   for rw in ("READS", "WRITES"))
     return pcol(profile, mod, f"{pre}_READS") + pcol(profile, mod, f"{pre}_WRITES")
 
 

@@ -5,10 +5,16 @@ sum over every process (and every thread) of the time spent in I/O calls.  A 65,
 spend 0.5 s opening one shared file has ~35,000 process-seconds of metadata but loses ~0.5 s of its run to it.
 Findings are therefore costed here in the job's own seconds:
 
-* **per process I/O seconds** (``proc_io_s``): when the job has an operation trace (DXT or the embedded
-  collector's ``ops``) with every read and write, the union of the process's I/O intervals — overlapping calls
-  of several threads count once — plus the metadata seconds the trace does not hold; otherwise the counters'
-  sum.  Either is capped by the process's lifetime and the run time.
+* **per process I/O seconds** (``proc_io_s``): every layer, none added to the layer beneath it
+  (``LayerTimes``): the POSIX level (POSIX + STDIO), plus the MPI-IO seconds beyond the process's POSIX seconds
+  on the MPI-IO files (MPI-IO time includes the POSIX time beneath it; a rank waiting in a collective call while
+  the aggregators write has MPI-IO time and no POSIX time), at least the HDF5 and the PnetCDF seconds (layers
+  above those), plus the DFS seconds (DAOS where no DFS sits over it: a stack beside POSIX).  A shared record
+  (rank -1) of any layer gives its slowest rank its own seconds and the other ranks an even part of the rest.
+  When the job has an operation trace (DXT or the embedded collector's ``ops``) with every read and write, the
+  traced levels are the union of the process's I/O intervals — overlapping calls of several threads count once
+  — plus the metadata seconds the trace does not hold, and the untraced layers are added from their counters.
+  Either is capped by the process's lifetime and the run time.
 * **I/O on the critical path** (``io_wall_s``): the largest per-process I/O time.  Processes of a parallel job
   run side by side, so the job cannot finish before its busiest process's I/O is done, and removing all other
   I/O would not shorten it; for a serial job it is simply its I/O time.  (A job whose processes ran one after

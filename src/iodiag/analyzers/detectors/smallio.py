@@ -141,7 +141,11 @@ def _detect_stdio(profile: JobProfile, cfg: Config) -> list[Finding]:
     small_r = (r_f > 0) & (br_f < c.size_bytes * r_f)
     small_w = (w_f > 0) & (bw_f < c.size_bytes * w_f)
     n_f = r_f * small_r + w_f * small_w
-    hit = (n_f >= c.min_ops) & ~isin(fids, std_file_ids(profile))
+    # a file smaller than a large request is read or written whole in a few calls whatever their size
+    ext = np.zeros(len(fids))
+    np.maximum.at(ext, fidx, np.maximum(pcol(profile, "STDIO", "STDIO_MAX_BYTE_READ", "f8"),
+                                        pcol(profile, "STDIO", "STDIO_MAX_BYTE_WRITTEN", "f8")) + 1)
+    hit = (n_f >= c.min_ops) & (ext >= c.size_bytes) & ~isin(fids, std_file_ids(profile))
     if not hit.any():
         return []
     positioning = hit & (sk_f >= c.min_ops)
@@ -229,7 +233,7 @@ SMALL_IO = FindingSpec(
     cost="read/write time × small share (by count)",
     config_keys=("small_io.size_bytes", "small_io.min_share", "small_io.min_ops", "small_io.buffer_bytes"),
     notes=("STDIO (no size histogram): a file's fread/fwrite calls are small when their mean size is below "
-           "`size_bytes`, ≥ `min_ops` of them; cost = their STDIO read/write seconds (+ STDIO metadata seconds when "
+           "`size_bytes`, ≥ `min_ops` of them, on a file of ≥ `size_bytes`; cost = their STDIO read/write seconds (+ STDIO metadata seconds when "
            "≥ `min_ops` fseek/ftell); advice: read the file whole, a bigger stream buffer (setvbuf), larger calls",
            "with DXT (complete or a partial sample) the small ops are split into consecutive runs (→ requests after a "
            "`buffer_bytes` buffer), constant-stride (stride named), same-offset re-reads, random",

@@ -231,8 +231,9 @@ _FILE_COLS = (("read_time_s", "_F_READ_TIME"), ("write_time_s", "_F_WRITE_TIME")
 def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, skip: set | None = None,
                 stack: bool = False) -> None:
     """Add the layers' records to ``acc`` (file id -> sums), leaving out files in ``skip``.  With ``stack`` the
-    layers are one stack, lowest first: a file already counted at a layer below only gets the layer's name
-    (DAOS beneath DFS: a DFS file's bytes and seconds once)."""
+    layers are one stack, lowest first: a file already counted at a layer below keeps that layer's bytes (DAOS
+    beneath DFS: a DFS file's bytes once), takes the larger read, write and metadata seconds of the two, and,
+    unless it was counted at the POSIX level, this layer's name."""
     skip = set(skip or ())
     base = set(skip)  # files of the layers beneath these (not named with them)
     for mod, pre in layers:
@@ -241,10 +242,24 @@ def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, sk
             continue
         fid = t["file_id"]
         keep = np.ones(len(fid), bool) if not skip else ~np.isin(fid, np.fromiter(skip, dtype=fid.dtype, count=len(skip)))
-        if stack:
-            below = {f: acc[f] for f in fid[~keep].tolist() if f in acc and f not in base}
-            for d in below.values():
-                d.setdefault("_layers", set()).add(mod)
+        if stack and not keep.all():
+            # a file counted at a layer beneath: its seconds are the larger of the two layers' (a layer's time
+            # includes the time of the layer beneath it: never their sum), its bytes those of the layer beneath
+            # (MPI-IO waiting in a collective call for the aggregators shows at MPI-IO only)
+            under = fid[~keep]
+            uq, inv = np.unique(under, return_inverse=True)
+            for col, suffix in _FILE_COLS[:3]:
+                name = pre + suffix
+                if name not in t:
+                    continue
+                sums = np.bincount(inv, weights=np.maximum(t[name][~keep], 0).astype(np.float64), minlength=len(uq))
+                for f, v in zip(uq.tolist(), sums.tolist()):
+                    d = acc.get(f)
+                    if d is not None:
+                        d[col] = max(d.get(col, 0.0), v)
+            for f in uq.tolist():
+                if f in acc and f not in base:
+                    acc[f].setdefault("_layers", set()).add(mod)
         if not keep.any():
             continue
         uniq, inv = np.unique(fid[keep], return_inverse=True)
@@ -276,7 +291,9 @@ def file_times(profile: JobProfile) -> Table:
     pr = profile.processes
     log_size = np.bincount(pr["log"]) if len(pr) else np.zeros(1, "i8")
     _accumulate(profile, LOW_LAYERS, acc, log_size)
-    _accumulate(profile, HIGH_LAYERS, acc, log_size, skip=set(acc), stack=True)
+    low = set(acc)
+    # the layers above: a file the POSIX level saw keeps its name and bytes there and takes the larger seconds
+    _accumulate(profile, HIGH_LAYERS, acc, log_size, skip=low, stack=True)
     paths = profile.path_of()
     fids = list(acc)
 

@@ -221,3 +221,21 @@ def test_fsync_per_write_recorded_here(tmp_path):
     f = _by(diagnose(prof), "fsync-per-write")
     assert f.evidence["syncs"] == f.evidence["writes"] == 2000
     assert f.est_cost_s <= min(f.evidence["write_s_bound"], prof.job.runtime_s) + 1e-6
+
+
+def test_top_files_take_the_larger_layer_seconds_never_the_sum():
+    """imbalanced-io: the 100 GB file written collectively has 660 POSIX process-seconds and 287,585 MPI-IO
+    process-seconds (the waits of 496 ranks): the top-files table shows the MPI-IO seconds, not their sum."""
+    from iodiag.analyzers.summary import file_times
+
+    prof = load_job([str(corpus_path("darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan"))])
+    ft = file_times(prof)
+    mp, po = prof.module("MPI-IO"), prof.module("POSIX")
+    for fid in mp["file_id"].tolist():
+        on_m, on_p = mp["file_id"] == fid, po["file_id"] == fid
+        mpi = float(sum(_col(prof, "MPI-IO", c)[on_m].sum() for c in ("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME", "MPIIO_F_META_TIME")))
+        pos = float(sum(_col(prof, "POSIX", c)[on_p].sum() for c in ("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME")))
+        got = float(ft["io_time_s"][ft["file_id"] == fid][0])
+        assert max(mpi, pos) - 1e-6 <= got <= mpi + pos, fid
+        assert got < mpi + pos - 1e-6 or min(mpi, pos) == 0
+    assert float(ft["io_time_s"][0]) > 280_000  # the collectively written file leads the table

@@ -183,15 +183,20 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
           "max_io_s": float(t.max()), "median_io_s": median(t)}
     wall = float(t.max() - median(t))
     wait = tm.proc_mpiio_wait_s[peers] if len(tm.proc_mpiio_wait_s) else np.zeros(0)
+    heavy_first = int(np.flatnonzero(peers)[np.argmax(b[peers])])
     if len(wait) and wait.any():
-        # in collective MPI-IO calls the light processes wait for the heavy ones (the aggregators): their
-        # MPI-IO time beyond their own POSIX time is this imbalance's, less the part a balanced share of the
-        # bytes would still take (bytes per process at most the mean instead of the max)
+        # in collective MPI-IO calls the light processes wait for the heavy ones (the aggregators): the part
+        # of their MPI-IO wait that is the heaviest process's own POSIX work (what it does while they wait),
+        # less what a balanced share of the bytes would still take (mean instead of max bytes per process),
+        # is this imbalance's; the rest of the wait (the exchange, the CPU) is not told apart by counters
         med_wait = median(wait)
+        heavy_posix = float(metrics_of(profile).proc_io_s[heavy_first])
         balanced = float(b[peers].mean() / b.max())
+        charged = min(med_wait, heavy_posix) * (1 - balanced)
         ev["median_mpiio_wait_s"] = med_wait
-        ev["collective_wait_charged_s"] = med_wait * (1 - balanced)
-        wall = min(wall + med_wait * (1 - balanced), tm.io_wall_s)
+        ev["heaviest_posix_s"] = heavy_posix
+        ev["collective_wait_charged_s"] = charged
+        wall = min(wall + charged, tm.io_wall_s)
     facts: dict = {"collective": False}
     mp = profile.module("MPI-IO")
     if mp is not None:
@@ -265,7 +270,8 @@ RANK_IMBALANCE = FindingSpec(
     id="rank-imbalance", seq=8, detect=detect_rank_imbalance,
     fires="max/median bytes per process ≥ `imbalance_ratio`",
     cost="slowest − median process I/O time, plus the median process's MPI-IO wait (MPI-IO time beyond its own "
-         "POSIX time: collective calls waiting for the aggregators) × (1 − mean/max bytes per process)",
+         "POSIX time: collective calls waiting for the aggregators), at most the heaviest process's POSIX seconds, "
+         "× (1 − mean/max bytes per process)",
     config_keys=("access.imbalance_ratio", "stragglers.min_processes"),
     admin_action="Help these users spread I/O over ranks (collective buffering, aggregators) instead of funnelling "
                  "it through a few.",

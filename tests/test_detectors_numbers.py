@@ -25,10 +25,10 @@ NUMBERS = [
     # noposix: STDIO only, 2,390,124 fread/fwrite averaging 770 B
     (NOPOSIX, "stdio-heavy", "stdio_ops", 2_390_124),
     (NOPOSIX, "stdio-heavy", "stdio_share_of_bytes", 1.0),
-    # ... and STDIO_SEEKS 203,265 make metadata 92 % of I/O time; its 217,126 STDIO_FLUSHES only hand the
-    # stream buffer to the kernel (a write), they are not fsyncs: 0 (a flush of stdout was once advised "sync once")
-    (NOPOSIX, "metadata-storm", "seeks_count", 203_265),
-    (NOPOSIX, "metadata-storm", "fsyncs_count", 0),
+    # ... and STDIO_SEEKS 203,265 (fseek/ftell on the streams: positioning inside the stream buffer, not
+    # file-system metadata, so no metadata-storm) go with the small fread/fwrite calls: small-io at the STDIO layer
+    (NOPOSIX, "small-io", "stdio_seeks", 203_265),
+    (NOPOSIX, "small-io", "small_writes", 2_190_437),
     # mpi-io-test: MPIIO_INDEP_READS 128 + INDEP_WRITES 128, all 16 MiB (SIZE_*_AGG_10M_100M): none < 1 MiB
     (MPIIO16, "no-collective-io", "independent_ops", 256),
     (MPIIO16, "no-collective-io", "requests_below_1MiB", 0),
@@ -73,20 +73,24 @@ def test_every_finding_has_numbers_and_advice():
 
 
 def test_report_spread_is_the_detectors_per_process_time():
-    """The report's per-process line and the straggler/imbalance detectors read one set of numbers:
-    POSIX-level seconds (MPI-IO time is not added on top of the POSIX time beneath it), shared
-    records credited to their slowest rank."""
+    """The report's per-process line and the imbalance detector read one set of numbers: the time model's
+    seconds over every layer (MPI-IO time beyond the POSIX time beneath it: ranks waiting in collective calls
+    show their wait), shared records credited to their slowest rank."""
     import numpy as np
 
     from iodiag.analyzers.metrics import metrics_of
     from iodiag.analyzers.summary import spread
+    from iodiag.analyzers.timemodel import time_model_of
     from test_detectors_controls import CORPUS, IMBALANCED, load_job
 
     prof = load_job([str(CORPUS / IMBALANCED)])
     sp = spread(prof)
-    per = metrics_of(prof).proc_io_s
+    tm = time_model_of(prof)
+    per = tm.proc_layer_s
     assert sp.processes == len(prof.processes) == 496
     assert sp.max_s == pytest.approx(float(per.max())) and sp.median_s == pytest.approx(float(np.median(per)))
     assert sp.slowest[0] == 0 == by(IMBALANCED, "rank-imbalance").processes[0]
-    # every POSIX-level second is someone's: the per-process times add up to the job's I/O time
-    assert float(per.sum()) == pytest.approx(metrics_of(prof).total_io_s, rel=1e-9)
+    # every second is someone's: the per-process times add up to the job's I/O time, which is the POSIX-level
+    # total plus the MPI-IO seconds beyond it
+    assert float(per.sum()) == pytest.approx(tm.io_process_s, rel=1e-9)
+    assert tm.io_process_s == pytest.approx(metrics_of(prof).total_io_s + float(tm.proc_mpiio_wait_s.sum()), rel=1e-9)

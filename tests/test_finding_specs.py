@@ -23,7 +23,7 @@ from iodiag.recommend.site import admin_action
 
 SRC = REPO / "src" / "iodiag"
 # the Config sections whose keys are detector thresholds: each key is declared by at least one spec
-DETECTOR_SECTIONS = ("small_io", "metadata", "small_files", "stragglers", "access", "tasks")
+DETECTOR_SECTIONS = ("small_io", "metadata", "sync", "small_files", "stragglers", "access", "tasks")
 # corpus logs on which, together, 15 of the 18 ids fire (the goldens say which)
 LOGS = (
     "darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan",

@@ -49,6 +49,12 @@ class Metadata:
 
 
 @dataclass(frozen=True)
+class Sync:
+    min_per_write: float = 0.5  # fsync + fdatasync calls per write on a file: about one per write is "fsync per write"
+    min_syncs: int = 100  # ... once the file has at least this many of them
+
+
+@dataclass(frozen=True)
 class SmallFiles:
     count: int = 1000  # at least this many files ...
     size_bytes: int = 4 * 1024 * 1024  # ... each smaller than this
@@ -145,6 +151,7 @@ class Sweep:
 class Config:
     small_io: SmallIO = field(default_factory=SmallIO)
     metadata: Metadata = field(default_factory=Metadata)
+    sync: Sync = field(default_factory=Sync)
     small_files: SmallFiles = field(default_factory=SmallFiles)
     stragglers: Stragglers = field(default_factory=Stragglers)
     access: Access = field(default_factory=Access)

@@ -223,18 +223,43 @@ def volumes(profile: JobProfile) -> dict[str, int]:
 # counted there (MPI-IO time includes the POSIX time beneath it, so a file is never counted at two layers)
 LOW_LAYERS = (("POSIX", "POSIX"), ("STDIO", "STDIO"))
 # (HDF5 datasets and PnetCDF variables are parts of files, not files: H5F/PNETCDF_FILE stand for their file)
-HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5F", "H5F"), ("PNETCDF_FILE", "PNETCDF_FILE"), ("DFS", "DFS"), ("DAOS", "DAOS"))
+HIGH_LAYERS = (("MPI-IO", "MPIIO"), ("H5F", "H5F"), ("PNETCDF_FILE", "PNETCDF_FILE"), ("DAOS", "DAOS"), ("DFS", "DFS"))
 _FILE_COLS = (("read_time_s", "_F_READ_TIME"), ("write_time_s", "_F_WRITE_TIME"), ("meta_time_s", "_F_META_TIME"),
               ("bytes_read", "_BYTES_READ"), ("bytes_written", "_BYTES_WRITTEN"))
 
 
-def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, skip: set | None = None) -> None:
+def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, skip: set | None = None,
+                stack: bool = False) -> None:
+    """Add the layers' records to ``acc`` (file id -> sums), leaving out files in ``skip``.  With ``stack`` the
+    layers are one stack, lowest first: a file already counted at a layer below keeps that layer's bytes (DAOS
+    beneath DFS: a DFS file's bytes once), takes the larger read, write and metadata seconds of the two, and,
+    unless it was counted at the POSIX level, this layer's name."""
+    skip = set(skip or ())
+    base = set(skip)  # files of the layers beneath these (not named with them)
     for mod, pre in layers:
         t = profile.module(mod)
         if t is None:
             continue
         fid = t["file_id"]
         keep = np.ones(len(fid), bool) if not skip else ~np.isin(fid, np.fromiter(skip, dtype=fid.dtype, count=len(skip)))
+        if stack and not keep.all():
+            # a file counted at a layer beneath: its seconds are the larger of the two layers' (a layer's time
+            # includes the time of the layer beneath it: never their sum), its bytes those of the layer beneath
+            # (MPI-IO waiting in a collective call for the aggregators shows at MPI-IO only)
+            under = fid[~keep]
+            uq, inv = np.unique(under, return_inverse=True)
+            for col, suffix in _FILE_COLS[:3]:
+                name = pre + suffix
+                if name not in t:
+                    continue
+                sums = np.bincount(inv, weights=np.maximum(t[name][~keep], 0).astype(np.float64), minlength=len(uq))
+                for f, v in zip(uq.tolist(), sums.tolist()):
+                    d = acc.get(f)
+                    if d is not None:
+                        d[col] = max(d.get(col, 0.0), v)
+            for f in uq.tolist():
+                if f in acc and f not in base:
+                    acc[f].setdefault("_layers", set()).add(mod)
         if not keep.any():
             continue
         uniq, inv = np.unique(fid[keep], return_inverse=True)
@@ -255,6 +280,8 @@ def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, sk
             else:  # a record shared by every process of its log
                 d.setdefault("_shared", set()).add(lg)
             d.setdefault("_layers", set()).add(mod)
+        if stack:
+            skip |= set(fid[keep].tolist())
 
 
 def file_times(profile: JobProfile) -> Table:
@@ -264,7 +291,9 @@ def file_times(profile: JobProfile) -> Table:
     pr = profile.processes
     log_size = np.bincount(pr["log"]) if len(pr) else np.zeros(1, "i8")
     _accumulate(profile, LOW_LAYERS, acc, log_size)
-    _accumulate(profile, HIGH_LAYERS, acc, log_size, skip=set(acc))
+    low = set(acc)
+    # the layers above: a file the POSIX level saw keeps its name and bytes there and takes the larger seconds
+    _accumulate(profile, HIGH_LAYERS, acc, log_size, skip=low, stack=True)
     paths = profile.path_of()
     fids = list(acc)
 
@@ -331,15 +360,14 @@ def top_files(profile: JobProfile, n: int = 5) -> list[FileTotals]:
 
 
 def process_io_time(profile: JobProfile) -> np.ndarray:
-    """I/O seconds per process (index = proc): the detectors' own numbers (``metrics.proc_io_s``).
-
-    POSIX-level time only (MPI-IO time includes the POSIX time beneath it); a shared
-    record's time goes to its slowest rank, the rest spread evenly over the other ranks
+    """I/O seconds per process (index = proc): the time model's process-seconds over every layer
+    (``TimeModel.proc_layer_s``: the POSIX level, MPI-IO time beyond the POSIX time beneath it, HDF5, PnetCDF
+    and DFS).  A shared record's time goes to its slowest rank, the rest spread evenly over the other ranks
     of its log, so jobs that only write shared files still show who waited.
     """
-    from .metrics import metrics_of
+    from .timemodel import time_model_of
 
-    return metrics_of(profile).proc_io_s[: len(profile.processes)]
+    return time_model_of(profile).proc_layer_s[: len(profile.processes)]
 
 
 def spread(profile: JobProfile, n_slowest: int = 5) -> Spread | None:

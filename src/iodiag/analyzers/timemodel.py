@@ -5,10 +5,16 @@ sum over every process (and every thread) of the time spent in I/O calls.  A 65,
 spend 0.5 s opening one shared file has ~35,000 process-seconds of metadata but loses ~0.5 s of its run to it.
 Findings are therefore costed here in the job's own seconds:
 
-* **per process I/O seconds** (``proc_io_s``): when the job has an operation trace (DXT or the embedded
-  collector's ``ops``) with every read and write, the union of the process's I/O intervals — overlapping calls
-  of several threads count once — plus the metadata seconds the trace does not hold; otherwise the counters'
-  sum.  Either is capped by the process's lifetime and the run time.
+* **per process I/O seconds** (``proc_io_s``): every layer, none added to the layer beneath it
+  (``LayerTimes``): the POSIX level (POSIX + STDIO), plus the MPI-IO seconds beyond the process's POSIX seconds
+  on the MPI-IO files (MPI-IO time includes the POSIX time beneath it; a rank waiting in a collective call while
+  the aggregators write has MPI-IO time and no POSIX time), at least the HDF5 and the PnetCDF seconds (layers
+  above those), plus the DFS seconds (DAOS where no DFS sits over it: a stack beside POSIX).  A shared record
+  (rank -1) of any layer gives its slowest rank its own seconds and the other ranks an even part of the rest.
+  When the job has an operation trace (DXT or the embedded collector's ``ops``) with every read and write, the
+  traced levels are the union of the process's I/O intervals — overlapping calls of several threads count once
+  — plus the metadata seconds the trace does not hold, and the untraced layers are added from their counters.
+  Either is capped by the process's lifetime and the run time.
 * **I/O on the critical path** (``io_wall_s``): the largest per-process I/O time.  Processes of a parallel job
   run side by side, so the job cannot finish before its busiest process's I/O is done, and removing all other
   I/O would not shorten it; for a serial job it is simply its I/O time.  (A job whose processes ran one after
@@ -25,14 +31,14 @@ finding's evidence, labelled as such.  The model is computed once per profile (`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..profile import OP, JobProfile
 from . import batches
 from .batches import chunks
-from .metrics import group_sum, memo, metrics_of
+from .metrics import group_sum, memo, metrics_of, pcol
 from .nputil import stable_argsort_small
 
 
@@ -44,6 +50,11 @@ class TimeModel:
     io_wall_s: float  # I/O on the critical path: the busiest process's I/O seconds (<= runtime)
     io_process_s: float  # summed I/O seconds over every process (process-seconds)
     basis: str  # "ops" (interval union from a complete trace) or "counters" (summed call times)
+    # per process, process-seconds over every layer (POSIX level, MPI-IO beyond it, HDF5, PnetCDF, DFS): the
+    # layers' times merged, a layer never added to the layer beneath it (see ``LayerTimes``)
+    proc_layer_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    proc_mpiio_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # MPI-IO seconds per process
+    proc_mpiio_wait_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # MPI-IO seconds beyond its POSIX
 
     @property
     def io_share(self) -> float | None:
@@ -162,12 +173,11 @@ def _compute(profile: JobProfile) -> TimeModel:
     summed = np.asarray(m.proc_io_s, "f8")[:n]
     if len(summed) < n:
         summed = np.concatenate([summed, np.zeros(n - len(summed))])
-    io_process = float(m.total_io_s)
-    if not summed.any():  # a job on an object store (DFS over DAOS) reaches no POSIX: its time is DFS's
-        obj = _object_store_times(profile, n)
-        if obj is not None:
-            summed, io_process = obj, float(obj.sum())
-    wall = summed.copy()
+    lay = layer_times(profile, n)
+    # process-seconds per process over every layer, none summed with the layer beneath it
+    merged = lay.merged(summed)
+    io_process = float(m.total_io_s) + float((merged - summed).sum())
+    wall = merged.copy()
     basis = "counters"
     ops = profile.ops
     if len(ops) and m.dxt_complete:
@@ -180,13 +190,16 @@ def _compute(profile: JobProfile) -> TimeModel:
             if len(proc) and (int(proc.min()) < 0 or int(proc.max()) > max(n - 1, 0)):  # (a copy only when needed)
                 proc = np.clip(proc, 0, max(n - 1, 0))
             u = _union_per_proc(proc, ops["start_s"], ops["end_s"], n)
+        # the trace's union covers the POSIX level, and the MPI-IO calls when DXT_MPIIO intervals are in it
+        base = summed + lay.mpiio_extra if lay.mpiio_traced else summed
         if all_rw:  # a DXT trace: reads and writes only; metadata seconds come from the counters
             lv = m.level
             own = lv["proc"] >= 0
             meta = group_sum(lv["proc"][own], lv["meta_s"][own], n)[:n] if len(lv) else np.zeros(n)
-            wall = np.minimum(summed, u + meta) if len(lv) else u
+            traced = np.minimum(base, u + meta) if len(lv) else u
         else:  # every call traced (embedded collector): the union is the I/O time
-            wall = np.minimum(summed, u) if summed.any() else u
+            traced = np.minimum(base, u) if base.any() else u
+        wall = traced + np.maximum(merged - base, 0.0)  # layers the trace does not hold, from their counters
         basis = "ops"
     pr = profile.processes
     if len(pr):
@@ -199,28 +212,138 @@ def _compute(profile: JobProfile) -> TimeModel:
     wall = np.maximum(wall, 0.0)
     scale = np.divide(wall, summed, out=np.ones(n), where=summed > 0)
     io_wall = float(wall.max()) if n else 0.0
-    wall.flags.writeable = False
-    scale.flags.writeable = False
+    for a in (wall, scale, merged, lay.mpiio_s, lay.mpiio_extra):
+        a.flags.writeable = False
     return TimeModel(runtime_s=runtime, proc_io_s=wall, proc_scale=np.minimum(scale, 1.0), io_wall_s=io_wall,
-                     io_process_s=io_process, basis=basis)
+                     io_process_s=io_process, basis=basis, proc_layer_s=merged, proc_mpiio_s=lay.mpiio_s,
+                     proc_mpiio_wait_s=lay.mpiio_extra)
 
 
-def _object_store_times(profile: JobProfile, n: int) -> np.ndarray | None:
-    """Per-process read + write + metadata seconds of the DFS module (or DAOS when no DFS sits over it); a
-    shared record's seconds spread evenly over the processes."""
-    for mod, pre in (("DFS", "DFS"), ("DAOS", "DAOS")):
-        t = profile.module(mod)
-        if t is None:
-            continue
-        secs = np.zeros(len(t))
-        for c in (f"{pre}_F_READ_TIME", f"{pre}_F_WRITE_TIME", f"{pre}_F_META_TIME"):
-            if c in t:
-                secs += np.clip(t[c], 0, None)
-        own = t["proc"] >= 0
-        out = np.bincount(np.clip(t["proc"][own], 0, max(n - 1, 0)), weights=secs[own], minlength=n)[:n]
-        out = out + float(secs[~own].sum()) / max(n, 1)
-        return out if out.any() else None
-    return None
+@dataclass(frozen=True)
+class LayerTimes:
+    """Per-process seconds (process-seconds: a shared record spread as ``spread_rows`` does) of the layers above
+    the POSIX level, and how they combine with it.
+
+    * ``mpiio_s``: MPI-IO read + write + metadata seconds (independent and collective calls; a collective call
+      includes the time a rank waits for the aggregators); ``mpiio_extra``: the part of it that is not the same
+      process's POSIX-level time on the MPI-IO files (MPI-IO time includes the POSIX time beneath it):
+      ``max(0, MPI-IO - POSIX on those files)``.  For a rank that only waits in a collective call while one
+      aggregator writes, that is all of its MPI-IO time.
+    * ``hdf5_s``, ``pnetcdf_s``: H5F + H5D and PNETCDF_FILE + PNETCDF_VAR seconds; they sit above MPI-IO or POSIX,
+      so a process's time is at least each of them (max, not a sum).
+    * ``object_s``: DFS seconds (DAOS where no DFS sits over it): a stack beside POSIX, added.
+    """
+
+    mpiio_s: np.ndarray
+    mpiio_extra: np.ndarray
+    hdf5_s: np.ndarray
+    pnetcdf_s: np.ndarray
+    object_s: np.ndarray
+    mpiio_traced: bool  # DXT_MPIIO intervals are in the ops table (complete)
+
+    def merged(self, posix_s: np.ndarray) -> np.ndarray:
+        stacked = posix_s + self.mpiio_extra
+        return np.maximum(np.maximum(stacked, self.hdf5_s), self.pnetcdf_s) + self.object_s
+
+
+# (module, counter prefix, time counters) of the layers above the POSIX level
+_UPPER = {
+    "MPI-IO": ("MPIIO", ("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME", "MPIIO_F_META_TIME")),
+    "H5F": ("H5F", ("H5F_F_META_TIME",)),
+    "H5D": ("H5D", ("H5D_F_READ_TIME", "H5D_F_WRITE_TIME", "H5D_F_META_TIME")),
+    "PNETCDF_FILE": ("PNETCDF_FILE", ("PNETCDF_FILE_F_META_TIME", "PNETCDF_FILE_F_WAIT_TIME")),
+    "PNETCDF_VAR": ("PNETCDF_VAR", ("PNETCDF_VAR_F_READ_TIME", "PNETCDF_VAR_F_WRITE_TIME", "PNETCDF_VAR_F_META_TIME")),
+    "DFS": ("DFS", ("DFS_F_READ_TIME", "DFS_F_WRITE_TIME", "DFS_F_META_TIME")),
+    "DAOS": ("DAOS", ("DAOS_F_READ_TIME", "DAOS_F_WRITE_TIME", "DAOS_F_META_TIME")),
+}
+
+
+def _pos(t, name: str) -> np.ndarray:
+    if name not in t:
+        return np.zeros(len(t))
+    a = np.asarray(t[name], "f8")
+    return np.where(a > 0, a, 0.0)
+
+
+def module_row_times(profile: JobProfile, mod: str) -> np.ndarray:
+    """Read + write + metadata seconds of each row of an upper-layer module (zeros for a module without times)."""
+    t = profile.module(mod)
+    if t is None:
+        return np.zeros(0)
+    out = np.zeros(len(t))
+    for c in _UPPER[mod][1]:
+        out += _pos(t, c)
+    return out
+
+
+def spread_rows(profile: JobProfile, proc: np.ndarray, log: np.ndarray, slow_rank: np.ndarray, slow_s: np.ndarray,
+                secs: np.ndarray, n: int) -> np.ndarray:
+    """Per-process seconds of counter rows: a row of one process goes to it; a shared row (proc -1) gives its
+    slowest rank (``slow_rank``, ``slow_s``) its own seconds and the other processes of its log an even part of
+    the rest (the rule ``metrics`` applies to POSIX-level records); evenly over the log when the slowest rank
+    is not known."""
+    out = np.zeros(n)
+    if not len(secs) or n <= 0:
+        return out
+    secs = np.asarray(secs, "f8")
+    own = proc >= 0
+    if own.any():
+        out += np.bincount(np.clip(proc[own], 0, n - 1), weights=secs[own], minlength=n)[:n]
+    idx = np.flatnonzero(~own & (secs > 0))
+    if not len(idx):
+        return out
+    proc_log, size, first = _proc_log(profile, n)
+    if not len(profile.processes):  # no process table: one log of n processes
+        size, first = np.array([n]), np.array([0])
+    lg = np.clip(np.asarray(log)[idx], 0, len(size) - 1)
+    k = size[lg]
+    sl = np.asarray(slow_rank)[idx]
+    frac = np.clip(np.divide(np.asarray(slow_s, "f8")[idx], secs[idx], out=np.zeros(len(idx)), where=secs[idx] > 0), 0, 1)
+    valid = (k > 1) & (sl >= 0) & (sl < k)
+    frac = np.where(valid, frac, 1.0 / np.maximum(k, 1))
+    rest = np.where(k > 1, secs[idx] * (1 - frac) / np.maximum(k - 1, 1), 0.0)
+    out += np.bincount(lg, weights=rest, minlength=len(size))[proc_log]
+    target = np.where(valid, first[lg] + sl, first[lg])
+    np.add.at(out, np.clip(target, 0, n - 1), secs[idx] * frac - rest)
+    return np.maximum(out, 0.0)
+
+
+def _module_proc_s(profile: JobProfile, mod: str, n: int, rows: np.ndarray | None = None) -> np.ndarray:
+    t = profile.module(mod)
+    if t is None:
+        return np.zeros(n)
+    pre = _UPPER[mod][0]
+    secs = module_row_times(profile, mod)
+    if rows is not None:
+        secs = np.where(rows, secs, 0.0)
+    log = t["log"] if "log" in t else np.zeros(len(t), "i8")
+    slow = np.asarray(t[f"{pre}_SLOWEST_RANK"], "i8") if f"{pre}_SLOWEST_RANK" in t else np.full(len(t), -1, "i8")
+    return spread_rows(profile, t["proc"], log, slow, _pos(t, f"{pre}_F_SLOWEST_RANK_TIME"), secs, n)
+
+
+def layer_times(profile: JobProfile, n: int) -> LayerTimes:
+    z = np.zeros(n)
+    mp = profile.module("MPI-IO")
+    mpiio, extra = z, z
+    if mp is not None:
+        mpiio = _module_proc_s(profile, "MPI-IO", n)
+        if mpiio.any():
+            m = metrics_of(profile)
+            lv = m.level
+            on = np.isin(lv["file_id"], mp["file_id"]) if len(lv) else np.zeros(0, bool)
+            posix_on = z
+            if on.any():
+                t_row = np.where(on, lv["read_s"] + lv["write_s"] + lv["meta_s"], 0.0)
+                posix_on = spread_rows(profile, lv["proc"], lv["log"], lv["slow_rank"], lv["slow_s"], t_row, n)
+            extra = np.maximum(mpiio - posix_on, 0.0)
+    h5 = _module_proc_s(profile, "H5F", n) + _module_proc_s(profile, "H5D", n)
+    pnc = _module_proc_s(profile, "PNETCDF_FILE", n) + _module_proc_s(profile, "PNETCDF_VAR", n)
+    obj = _module_proc_s(profile, "DFS", n)
+    if not obj.any():
+        obj = _module_proc_s(profile, "DAOS", n)
+    partial = set(profile.job.partial_modules)
+    traced = "DXT_MPIIO" in set(profile.job.modules) and "DXT_MPIIO" not in partial and bool(len(profile.ops))
+    return LayerTimes(mpiio_s=mpiio, mpiio_extra=extra, hdf5_s=h5, pnetcdf_s=pnc, object_s=obj, mpiio_traced=traced)
 
 
 def time_model_of(profile: JobProfile) -> TimeModel:
@@ -246,12 +369,35 @@ def _proc_log(profile: JobProfile, n: int) -> tuple[np.ndarray, np.ndarray, np.n
     return proc_log, size, first
 
 
-def proc_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> np.ndarray:
+def meta_span_rows(profile: JobProfile) -> np.ndarray:
+    """Per POSIX-level row (``metrics.level``): the wall seconds its metadata can take in any one process, from
+    the record's open timestamps: OPEN_END - OPEN_START.  A shared record holds the first start and the last end
+    over every rank, so each rank's opens lie inside that span however many ranks opened the file (65,536 opens
+    in 0.66 s cost 0.66 s, not the ranks' summed seconds); inf where a record has no open timestamps."""
+    d = memo(profile)
+    if "meta_span_rows" not in d:
+        parts = []
+        for mod in ("POSIX", "STDIO"):  # level_rows' order
+            t = profile.module(mod)
+            if t is None:
+                continue
+            o0 = pcol(profile, mod, f"{mod}_F_OPEN_START_TIMESTAMP", "f8")
+            o1 = pcol(profile, mod, f"{mod}_F_OPEN_END_TIMESTAMP", "f8")
+            parts.append(np.where(o1 > 0, np.maximum(o1 - o0, 0.0), np.inf))
+        a = np.concatenate(parts) if parts else np.zeros(0)
+        a.flags.writeable = False
+        d["meta_span_rows"] = a
+    return d["meta_span_rows"]
+
+
+def proc_cost_of_rows(profile: JobProfile, row_cost: np.ndarray, shared_cap: np.ndarray | None = None) -> np.ndarray:
     """Spread process-seconds given per POSIX-level row (``metrics.level``) over processes, in wall seconds.
 
     A row of one process goes to that process; a shared row (rank -1) gives its slowest rank the share of time
     that rank spent and every other rank of its log an even part of the rest.  Each process's amount is then
-    scaled by its wall-to-summed I/O ratio (calls of threads that overlap in time count once).
+    scaled by its wall-to-summed I/O ratio (calls of threads that overlap in time count once).  ``shared_cap``
+    (per row) bounds what one process gets from a shared row (e.g. ``meta_span_rows``: the wall span of the
+    record's opens).
     """
     m = metrics_of(profile)
     tm = time_model_of(profile)
@@ -275,14 +421,19 @@ def proc_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> np.ndarray:
         valid = (k > 1) & (slow >= 0) & (slow < k)
         frac = np.where(valid, frac, 1.0 / np.maximum(k, 1))
         rest = np.where(k > 1, row_cost[idx] * (1 - frac) / np.maximum(k - 1, 1), 0.0)
+        mine = row_cost[idx] * frac
+        if shared_cap is not None:
+            cap = np.asarray(shared_cap, "f8")[idx]
+            rest, mine = np.minimum(rest, cap), np.minimum(mine, cap)
         # every process of the log gets the even part; the slowest rank gets its own share instead
         out += np.bincount(log, weights=rest, minlength=len(size))[proc_log]
         target = np.where(valid, first[log] + slow, first[log])
-        np.add.at(out, np.clip(target, 0, n - 1), row_cost[idx] * frac - rest)
+        np.add.at(out, np.clip(target, 0, n - 1), mine - rest)
     return np.maximum(out, 0.0) * tm.proc_scale
 
 
-def proc_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> np.ndarray:
+def proc_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray,
+                       shared_cap: np.ndarray | None = None) -> np.ndarray:
     """Per-file process-seconds (``cost_f`` aligned with the file ids ``fids``) spread over processes in wall
     seconds: each file's cost goes to its POSIX-level rows in proportion to their I/O time (evenly when the file
     took no time), then as ``proc_cost_of_rows``.  Cost on files without POSIX-level rows (an MPI-IO file whose
@@ -307,7 +458,7 @@ def proc_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray
         nrow = np.bincount(fidx, minlength=len(lf)).astype("f8")
         w = np.where(ft[fidx] > 0, np.divide(t_row, ft[fidx], out=np.zeros(len(lv)), where=ft[fidx] > 0),
                      1.0 / np.maximum(nrow[fidx], 1))
-        out = proc_cost_of_rows(profile, per_file[fidx] * w)
+        out = proc_cost_of_rows(profile, per_file[fidx] * w, shared_cap)
     lost = float(cost_f[~known].sum())
     if lost > 0:
         out = out + lost / max(n, 1) * time_model_of(profile).proc_scale
@@ -319,9 +470,11 @@ def _wall(tm: TimeModel, per_proc: np.ndarray) -> float:
     return tm.cap(min(w, tm.io_wall_s) if tm.io_wall_s > 0 else w)
 
 
-def wall_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> float:
-    """Job wall seconds that per-file process-seconds add: the busiest process's part of them."""
-    return _wall(time_model_of(profile), proc_cost_of_files(profile, fids, cost_f))
+def wall_cost_of_files(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray,
+                       shared_cap: np.ndarray | None = None) -> float:
+    """Job wall seconds that per-file process-seconds add: the busiest process's part of them (a process's part
+    of a shared record at most ``shared_cap`` of that row, when given)."""
+    return _wall(time_model_of(profile), proc_cost_of_files(profile, fids, cost_f, shared_cap))
 
 
 def wall_cost_of_rows(profile: JobProfile, row_cost: np.ndarray) -> float:

@@ -26,10 +26,11 @@ from ..analyzers.detectors.mpi import NO_COLLECTIVE_IO, SHARED_FILE_CONTENTION
 from ..analyzers.detectors.parallel import INACTIVE_RANKS, RANK_IMBALANCE, STRAGGLER_PROCESS
 from ..analyzers.detectors.scaling import WEAK_SCALING_LOSS
 from ..analyzers.detectors.smallio import SMALL_IO
+from ..analyzers.detectors.sync import FSYNC_PER_WRITE
 from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
-from ..units import fmt_bytes, fmt_pct
+from ..units import fmt_bytes, fmt_pct, fmt_seconds
 from .chunks import merge_plan, rechunk_plan
 from .features import live_note, live_stores
 from .recommendation import Change, Recommendation
@@ -64,6 +65,8 @@ _PATTERN_KEYS = ("dxt_small_ops", "consecutive_ops", "strided_ops", "stride_byte
 def _small_io(f: Finding, cfg: Config) -> str:
     """Advice per pattern; from the DXT trace when there is one, and from the counters for what a partial
     trace did not see (e.g. reads issued after the trace buffer filled)."""
+    if f.facts.get("stdio"):
+        return _small_stdio(f, cfg)
     ev = {**f.evidence, "_python": bool(f.facts.get("python")), "_array": _interface(f)[0] in ("HDF5", "PnetCDF")
           or bool(f.evidence.get("array_file"))}
     pat = {k: ev[k] for k in _PATTERN_KEYS if k in ev} if "dxt_small_ops" in ev else {}
@@ -87,6 +90,25 @@ def _small_io(f: Finding, cfg: Config) -> str:
         parts["random"] = f"{n_small:,} small ops show no sequential or strided pattern: aggregate them (MPI-IO " \
                           "collective buffering, a read cache, or larger chunks)"
     return lead + "; ".join(parts.values())
+
+
+def _small_stdio(f: Finding, cfg: Config) -> str:
+    """Small fread/fwrite calls: fewer, larger calls (the whole file at once when it fits in memory) and a bigger
+    stream buffer."""
+    x, ev = f.facts["stdio"], f.evidence
+    buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
+    rw = "read" if ev["small_reads"] >= ev["small_writes"] else "write"
+    mean = ev[f"stdio_mean_{rw}_bytes"]
+    name = x.get("top_file") or "the file"
+    out = [f"{int(ev['small_' + rw + 's']):,} f{rw} calls of {fmt_bytes(mean)} on average: "
+           + (f"read {name} ({fmt_bytes(x['top_file_bytes'])}) whole with one fread into memory (or mmap it) and parse "
+              f"it there" if rw == "read" else f"gather the output in memory and fwrite it in calls of {fmt_bytes(buf)}")
+           + f"; at least give the stream a {fmt_bytes(buf)} buffer: setvbuf(fp, NULL, _IOFBF, {buf}) right after fopen, "
+             f"and {rw} records in blocks instead of a few bytes per call"]
+    if int(ev.get("stdio_seeks", 0)) >= cfg.small_io.min_ops:
+        out.append(f"{int(ev['stdio_seeks']):,} fseek/ftell calls position the stream around them: drop them (keep the "
+                   "position in a variable) once the data is read in blocks")
+    return "; ".join(out)
 
 
 def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) -> None:
@@ -470,6 +492,15 @@ def _stdio_heavy(f: Finding, cfg: Config) -> str:
                 "use POSIX read/write with large buffers or MPI-IO/HDF5; at least raise the stream buffer (setvbuf)"))
 
 
+def _fsync_per_write(f: Finding, cfg: Config) -> str:
+    ev = f.evidence
+    return (f"{int(ev['syncs']):,} syncs for {int(ev['writes']):,} writes of {fmt_bytes(ev['mean_write_bytes'])} on "
+            f"average: every write waits for the storage device. Sync once at the end of the file or per checkpoint "
+            f"(write(fd, buf, n) in the loop, then one fsync(fd) before close(fd)); where the data must be durable "
+            f"write by write, fdatasync(fd) skips the metadata update. The syncs are inside the {fmt_seconds(ev['write_s_bound'])} "
+            f"(process-seconds) of write time on these files (Darshan counts fsync time as write time)")
+
+
 # ---------------------------------------------------------------------------------------------- MPI / parallel
 def _shared_file_contention(f: Finding, cfg: Config) -> str:
     x = f.facts
@@ -607,6 +638,7 @@ def _task_overhead_evidence(f: Finding, cfg: Config) -> dict[str, Any]:
 
 ADVICE: dict[str, Callable[[Finding, Config], str]] = {
     SMALL_IO.id: _small_io,
+    FSYNC_PER_WRITE.id: _fsync_per_write,
     METADATA_STORM.id: _metadata_storm,
     MANY_SMALL_FILES.id: _many_small_files,
     RANDOM_ACCESS.id: _random_access,

@@ -38,10 +38,12 @@ def finding(cfg: Config, profile: JobProfile, id: str, title: str, *, wall_s: fl
                    cost_share=None if share is None else round(share, 6))
 
 
-def file_cost(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray) -> dict[str, float]:
-    """``wall_s`` and ``process_s`` of per-file process-seconds ``cost_f`` (aligned with ``fids``), for finding()."""
+def file_cost(profile: JobProfile, fids: np.ndarray, cost_f: np.ndarray,
+              shared_cap: np.ndarray | None = None) -> dict[str, float]:
+    """``wall_s`` and ``process_s`` of per-file process-seconds ``cost_f`` (aligned with ``fids``), for finding();
+    ``shared_cap``: per POSIX-level row, the most one process can spend of a shared record's cost."""
     cost_f = np.asarray(cost_f, "f8")
-    return {"wall_s": wall_cost_of_files(profile, np.asarray(fids), cost_f), "process_s": float(cost_f.sum())}
+    return {"wall_s": wall_cost_of_files(profile, np.asarray(fids), cost_f, shared_cap), "process_s": float(cost_f.sum())}
 
 
 def _plain(v: Any) -> Any:

@@ -19,6 +19,7 @@ from ...units import fmt_bytes, fmt_pct
 from ..batches import process_tables
 from ..metrics import file_paths, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
 from ..nputil import percentile
+from ..timemodel import meta_span_rows
 from ._common import file_cost, finding, top_files, top_procs
 from ._zarr import chunk_grids, path_kind
 
@@ -83,14 +84,21 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
         return []
     m = metrics_of(profile)
     lv = m.level
-    counts = {k: int(lv[k].sum()) for k in ("opens", "stats", "seeks", "fsyncs")}
+    # fseek/ftell on a STDIO stream move a position inside the stream's buffer, not file-system metadata: a
+    # stream's seeks are not counted, and the STDIO metadata seconds of a stream with more of them than
+    # reopen_count per open are its positioning (small-io's STDIO advice names it), not metadata
+    stream = lv["module"] == "STDIO" if len(lv) else np.zeros(0, bool)
+    positioning = stream & (lv["seeks"] >= c.reopen_count * np.maximum(lv["opens"], 1))
+    meta_row = np.where(positioning, 0.0, lv["meta_s"])
+    counts = {k: int(lv[k][~stream].sum()) if k == "seeks" else int(lv[k].sum()) for k in ("opens", "stats", "seeks", "fsyncs")}
     peak, extra = _peak_rate(profile)
     n_meta = sum(counts.values()) + sum(extra.values())
     if n_meta < c.min_ops or not len(lv):
         return []
     runtime = max(profile.job.runtime_s or 0.0, 1e-3)
     avg = n_meta / runtime
-    share = m.meta_s / m.total_io_s if m.total_io_s else 0.0
+    meta_s = float(meta_row.sum()) if positioning.any() else m.meta_s
+    share = meta_s / m.total_io_s if m.total_io_s else 0.0
     data_ops = int((lv["reads"] + lv["writes"]).sum())
     opens_per_op = counts["opens"] / max(data_ops, 1)
     own = lv["proc"] >= 0
@@ -109,7 +117,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     if not reasons:
         return []
     ev = {**{f"{k}_count": v for k, v in counts.items()}, **{f"{k}_count": v for k, v in extra.items()},
-          "metadata_s": m.meta_s, "read_write_s": m.rw_s, "metadata_time_share": share, "avg_rate_per_s": avg,
+          "metadata_s": meta_s, "read_write_s": m.rw_s, "metadata_time_share": share, "avg_rate_per_s": avg,
           "peak_rate_per_s": peak or None, "opens_per_data_op": opens_per_op,
           "max_opens_one_file_one_process": int(lv["opens"][own].max()) if own.any() else 0}
     facts: dict = {"data_ops": data_ops}
@@ -120,21 +128,21 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
         facts["opened_files"] = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
     facts["many"] = {k: counts[k] >= (c.min_ops // 10 if k == "fsyncs" else c.min_ops) for k in ("stats", "seeks", "fsyncs")}
-    meta_f = group_sum(m.file_idx, lv["meta_s"], len(m.file_ids))
+    meta_f = group_sum(m.file_idx, meta_row, len(m.file_ids))
     kinds = np.array([path_kind(x) for x in file_paths(profile)[0].tolist()], dtype=object)
     facts["kinds"] = []  # (kind, its share of the metadata time, files, file system), in the order advice lists them
     for kind in KINDS:
         k_s = float(meta_f[kinds == kind].sum())
-        if m.meta_s > 0 and k_s >= 0.3 * m.meta_s:
+        if meta_s > 0 and k_s >= 0.3 * meta_s:
             ev[f"{kind}_metadata_s"] = k_s
             fst = profile.files["fs_type"][np.isin(profile.files["file_id"], m.file_ids[kinds == kind])]
             fs_name = max(set(fst.tolist()), key=fst.tolist().count) if len(fst) else ""
-            facts["kinds"].insert(0, {"kind": kind, "share": k_s / m.meta_s, "files": int((kinds == kind).sum()),
+            facts["kinds"].insert(0, {"kind": kind, "share": k_s / meta_s, "files": int((kinds == kind).sum()),
                                       "fs": fs_name})
     return [finding(cfg, profile, METADATA_STORM.id, "metadata storm: " + "; ".join(reasons),
-                    **file_cost(profile, m.file_ids, meta_f), evidence=ev, facts=facts,
+                    **file_cost(profile, m.file_ids, meta_f, meta_span_rows(profile)), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
-                    processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), lv["meta_s"], m.nprocs), cfg.report.top_processes))]
+                    processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), meta_row, m.nprocs), cfg.report.top_processes))]
 
 
 def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:
@@ -201,7 +209,8 @@ METADATA_STORM = FindingSpec(
     fires="≥ `min_ops` opens+stats+seeks+fsyncs and any of: metadata ≥ `time_share` of I/O time; ≥ `rate_per_s` "
           "ops/s (peak 1 s bin from ops, else average); opens per read/write ≥ `opens_per_data_op`; a (process, "
           "file) opened ≥ `reopen_count` times",
-    cost="metadata seconds",
+    cost="metadata seconds, in wall time: one process's part of a shared record (rank -1) at most the record's "
+         "open timestamp span (OPEN_END − OPEN_START)",
     config_keys=("metadata.min_ops", "metadata.time_share", "metadata.rate_per_s", "metadata.reopen_count",
                  "metadata.opens_per_data_op"),
     notes=("metadata time is attributed to Python imports (.py/.pyc/.so), Zarr chunk files, NetCDF/HDF5 files; each "

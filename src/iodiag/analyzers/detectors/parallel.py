@@ -176,10 +176,27 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     if ratio < c.imbalance_ratio:
         return []
     heavy = np.flatnonzero(peers & (b >= c.imbalance_ratio * max(med, 1.0)))
-    t = time_model_of(profile).proc_io_s[peers]  # wall seconds in I/O per process
+    tm = time_model_of(profile)
+    t = tm.proc_io_s[peers]  # wall seconds in I/O per process
     ev = {"max_bytes": float(b.max()), "median_bytes": med, "max_over_median": ratio if np.isfinite(ratio) else None,
           "heavy_processes": int(len(heavy)), "share_of_bytes_on_heavy": float(b[heavy].sum() / b.sum()),
           "max_io_s": float(t.max()), "median_io_s": median(t)}
+    wall = float(t.max() - median(t))
+    wait = tm.proc_mpiio_wait_s[peers] if len(tm.proc_mpiio_wait_s) else np.zeros(0)
+    heavy_first = int(np.flatnonzero(peers)[np.argmax(b[peers])])
+    if len(wait) and wait.any():
+        # in collective MPI-IO calls the light processes wait for the heavy ones (the aggregators): the part
+        # of their MPI-IO wait that is the heaviest process's own POSIX work (what it does while they wait),
+        # less what a balanced share of the bytes would still take (mean instead of max bytes per process),
+        # is this imbalance's; the rest of the wait (the exchange, the CPU) is not told apart by counters
+        med_wait = median(wait)
+        heavy_posix = float(metrics_of(profile).proc_io_s[heavy_first])
+        balanced = float(b[peers].mean() / b.max())
+        charged = min(med_wait, heavy_posix) * (1 - balanced)
+        ev["median_mpiio_wait_s"] = med_wait
+        ev["heaviest_posix_s"] = heavy_posix
+        ev["collective_wait_charged_s"] = charged
+        wall = min(wall + charged, tm.io_wall_s)
     facts: dict = {"collective": False}
     mp = profile.module("MPI-IO")
     if mp is not None:
@@ -204,12 +221,15 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     # (the header's "h" metadata is not the application's hints: it is what Darshan used to write its own log)
     return [finding(cfg, profile, RANK_IMBALANCE.id, f"{len(heavy)} of {int(peers.sum())} processes move {fmt_pct(ev['share_of_bytes_on_heavy'])} "
                     f"of the bytes (max {fmt_bytes(b.max())} vs median {fmt_bytes(med)})",
-                    wall_s=float(t.max() - median(t)), evidence=ev, files=files,
+                    wall_s=wall, evidence=ev, files=files,
                     processes=[int(p) for p in heavy_sorted[: cfg.report.top_processes]],
                     facts=facts)]
 
 
 def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
+    if mod == "MPI-IO":  # MPI-IO counts its calls by kind: a rank in a collective call takes part in the I/O
+        return sum(pcol(profile, mod, f"MPIIO_{k}_{rw}") for k in ("INDEP", "COLL", "SPLIT", "NB")
+                   for rw in ("READS", "WRITES"))
     return pcol(profile, mod, f"{pre}_READS") + pcol(profile, mod, f"{pre}_WRITES")
 
 
@@ -249,7 +269,9 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
 RANK_IMBALANCE = FindingSpec(
     id="rank-imbalance", seq=8, detect=detect_rank_imbalance,
     fires="max/median bytes per process ≥ `imbalance_ratio`",
-    cost="slowest − median process I/O time",
+    cost="slowest − median process I/O time, plus the median process's MPI-IO wait (MPI-IO time beyond its own "
+         "POSIX time: collective calls waiting for the aggregators), at most the heaviest process's POSIX seconds, "
+         "× (1 − mean/max bytes per process)",
     config_keys=("access.imbalance_ratio", "stragglers.min_processes"),
     admin_action="Help these users spread I/O over ranks (collective buffering, aggregators) instead of funnelling "
                  "it through a few.",

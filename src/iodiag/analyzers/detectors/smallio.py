@@ -17,7 +17,8 @@ from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
 from ...units import fmt_bytes
 from ..metrics import (SIZE_BUCKETS, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
-                       module_sums, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count, std_file_ids)
+                       module_sums, nprocs_of, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count,
+                       std_file_ids)
 from ..context import job_context
 from ._common import file_cost, finding, top_files, top_procs
 from .layers import file_layers, rmw_ids
@@ -113,6 +114,64 @@ def _may_hit(profile: JobProfile, cfg: Config) -> bool:
 
 
 def detect_small_io(profile: JobProfile, cfg: Config) -> list[Finding]:
+    got = _detect_posix(profile, cfg)
+    return got if got else _detect_stdio(profile, cfg)
+
+
+def _detect_stdio(profile: JobProfile, cfg: Config) -> list[Finding]:
+    """Small fread/fwrite calls: STDIO has no size histogram, so a file's calls are small when their mean size
+    (bytes / calls) is below ``size_bytes``; each call is then counted small.  The stream's buffer merges them
+    before the file system sees them (libc's own reads never reach Darshan's POSIX counters), but every call
+    still costs a library call and a copy: the cost is the STDIO read/write seconds of those files, plus their
+    STDIO metadata seconds when they hold ≥ ``min_ops`` fseek/ftell calls (positioning the stream per call)."""
+    t = profile.module("STDIO")
+    c = cfg.small_io
+    if t is None:
+        return []
+    tot = module_sums(profile, "STDIO")
+    if tot.get("STDIO_READS", 0.0) + tot.get("STDIO_WRITES", 0.0) < c.min_ops:
+        return []
+    reads, writes = pcol(profile, "STDIO", "STDIO_READS", "f8"), pcol(profile, "STDIO", "STDIO_WRITES", "f8")
+    br, bw = pcol(profile, "STDIO", "STDIO_BYTES_READ", "f8"), pcol(profile, "STDIO", "STDIO_BYTES_WRITTEN", "f8")
+    rt, wt = pcol(profile, "STDIO", "STDIO_F_READ_TIME", "f8"), pcol(profile, "STDIO", "STDIO_F_WRITE_TIME", "f8")
+    seeks, meta = pcol(profile, "STDIO", "STDIO_SEEKS", "f8"), pcol(profile, "STDIO", "STDIO_F_META_TIME", "f8")
+    fids, fidx = np.unique(t["file_id"], return_inverse=True)
+    g = lambda a: group_sum(fidx, a, len(fids))  # noqa: E731
+    r_f, w_f, br_f, bw_f, sk_f = g(reads), g(writes), g(br), g(bw), g(seeks)
+    small_r = (r_f > 0) & (br_f < c.size_bytes * r_f)
+    small_w = (w_f > 0) & (bw_f < c.size_bytes * w_f)
+    n_f = r_f * small_r + w_f * small_w
+    # a file smaller than a large request is read or written whole in a few calls whatever their size
+    ext = np.zeros(len(fids))
+    np.maximum.at(ext, fidx, np.maximum(pcol(profile, "STDIO", "STDIO_MAX_BYTE_READ", "f8"),
+                                        pcol(profile, "STDIO", "STDIO_MAX_BYTE_WRITTEN", "f8")) + 1)
+    hit = (n_f >= c.min_ops) & (ext >= c.size_bytes) & ~isin(fids, std_file_ids(profile))
+    if not hit.any():
+        return []
+    positioning = hit & (sk_f >= c.min_ops)
+    cost_f = (g(rt) * small_r + g(wt) * small_w + g(meta) * positioning) * hit
+    nr, nw = int((r_f * small_r)[hit].sum()), int((w_f * small_w)[hit].sum())
+    ev = {"small_threshold_bytes": c.size_bytes, "small_reads": nr, "small_writes": nw, "small_share_of_ops": 1.0,
+          "files_with_small_io": int(hit.sum()), "consecutive_ops_counter": 0, "strided_ops_counter": 0,
+          "top_stride_gap_bytes": 0, "layer": "STDIO",
+          "stdio_mean_read_bytes": float(br_f[hit & small_r].sum() / max((r_f * small_r)[hit].sum(), 1)),
+          "stdio_mean_write_bytes": float(bw_f[hit & small_w].sum() / max((w_f * small_w)[hit].sum(), 1)),
+          "stdio_seeks": int(sk_f[hit].sum()), "stdio_time_s": float(cost_f.sum())}
+    i = int(np.argmax(np.where(hit, n_f, -1)))
+    top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
+    size = max(br_f[i] + bw_f[i], 0.0)
+    facts = {"stdio": {"reads": nr, "writes": nw, "seeks": int(sk_f[hit].sum()),
+                       "top_file": top[0] if top else None, "top_file_bytes": float(size),
+                       "top_file_calls": int(n_f[i])},
+             "buffer_bytes": c.buffer_bytes, "python": False}
+    procs = group_sum(np.clip(t["proc"], 0, None), (reads + writes) * hit[fidx], nprocs_of(profile))
+    mean = (br_f + bw_f)[hit].sum() / max(n_f[hit].sum(), 1)
+    return [finding(cfg, profile, SMALL_IO.id, f"{nr + nw:,} STDIO reads/writes (fread/fwrite) of {fmt_bytes(mean)} on "
+                    f"average, below {fmt_bytes(c.size_bytes)}", **file_cost(profile, fids, cost_f), evidence=ev,
+                    facts=facts, files=top, processes=top_procs(procs, cfg.report.top_processes))]
+
+
+def _detect_posix(profile: JobProfile, cfg: Config) -> list[Finding]:
     t = profile.module("POSIX")
     if t is None:
         return []
@@ -173,7 +232,10 @@ SMALL_IO = FindingSpec(
           "are ≥ `min_share` of its ops",
     cost="read/write time × small share (by count)",
     config_keys=("small_io.size_bytes", "small_io.min_share", "small_io.min_ops", "small_io.buffer_bytes"),
-    notes=("with DXT (complete or a partial sample) the small ops are split into consecutive runs (→ requests after a "
+    notes=("STDIO (no size histogram): a file's fread/fwrite calls are small when their mean size is below "
+           "`size_bytes`, ≥ `min_ops` of them, on a file of ≥ `size_bytes`; cost = their STDIO read/write seconds (+ STDIO metadata seconds when "
+           "≥ `min_ops` fseek/ftell); advice: read the file whole, a bigger stream buffer (setvbuf), larger calls",
+           "with DXT (complete or a partial sample) the small ops are split into consecutive runs (→ requests after a "
            "`buffer_bytes` buffer), constant-stride (stride named), same-offset re-reads, random",
            "a HIGH finding of a program that is not Python gets a \"What to change\" entry at the layer it uses: small "
            "POSIX reads of files written but never read through MPI-IO → the MPI-IO layer's own read-modify-write "

@@ -66,4 +66,4 @@ def test_weak_sweep_runs_are_jobs_and_are_diagnosed(tmp_path):
     assert isinstance(out["findings"], list)
     assert all(f["id"] == "weak-scaling-loss" for f in out["findings"])
     jobs = _cli("jobs", "--json", cwd=tmp_path, env=env)
-    assert len([j for j in json.loads(jobs.stdout) if "convert" in j["id"]]) == 2
+    assert len([j for j in json.loads(jobs.stdout)["jobs"] if "convert" in j["id"]]) == 2

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable, NoReturn
 
-from ..errors import AmbiguousInput, IodiagError
+from ..errors import AmbiguousInput, IodiagError, Interrupted
 
 
 def warm_allocator() -> None:
@@ -45,6 +45,65 @@ def terminal_columns(default: int = 100) -> int:
     except (AttributeError, ValueError, OSError):
         cols = 0
     return cols if cols > 0 else default
+
+
+def terminal_width() -> int:
+    """The width every command's text is laid out for: the terminal's (or $COLUMNS), 60 to 160 cells."""
+    return max(60, min(terminal_columns(), 160))
+
+
+def use_color(flag: bool | None = None, stream=None) -> bool:
+    """Colour or not: --color/--no-color when given, else only on a terminal, without $NO_COLOR (no-color.org)
+    and not on a dumb terminal."""
+    if flag is not None:
+        return bool(flag)
+    stream = stream or sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def rich_console(*, stderr: bool = False, color: bool | None = None):
+    """A rich Console that keeps to the same rules: $NO_COLOR, --no-color, and the width of ``terminal_width``."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    on = use_color(color, stream)
+    return Console(stderr=stderr, highlight=False, no_color=not on, color_system="auto" if on else None,
+                   width=terminal_width() if not stream.isatty() else None)
+
+
+def check_output(path, what: str, *, option: str | None = None) -> Path:
+    """Refuse, before any work starts, an output path that cannot be written: a folder where a file goes, a file
+    where a folder should be, a folder without write permission.  Returns the path.  (The folders it needs may
+    not exist yet: the nearest existing one must be a writable folder.)"""
+    from ..errors import UsageError
+
+    path = Path(path)
+    name = f"{option} {path}" if option else str(path)
+    if path.is_dir():
+        raise UsageError(f"{name}: is a folder, not a file for the {what}", hint="give a file name (e.g. inside that folder)")
+    anc = path.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise UsageError(f"{name}: {anc} is a file, not a folder, so the {what} cannot be written under it",
+                         hint="choose a path whose folders are folders")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise UsageError(f"{name}: cannot write the {what} into {anc} (permission denied)",
+                         hint="choose a folder you can write to")
+    return path
+
+
+def check_positive(value, option: str, *, zero: bool = False) -> None:
+    """A count given on the command line must be at least 1 (or 0 when ``zero``)."""
+    from ..errors import UsageError
+
+    if value is not None and value < (0 if zero else 1):
+        raise UsageError(f"{option} {value}: must be {'0 or more' if zero else 'at least 1'}",
+                         hint=f"give {option} a {'non-negative' if zero else 'positive'} whole number")
 
 
 def fail(message: str, *, hint: str | None = None, code: int = 1) -> NoReturn:
@@ -91,13 +150,16 @@ def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInpu
         if json_errors:
             _json_error(exc.exit_code, exc.message, exc.hint)
         raise SystemExit(exc.exit_code) from None
+    except Interrupted as exc:  # Ctrl-C, after the command kept what it could: one line, what was kept
+        print(f"iodiag: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
     except IodiagError as exc:
         print(f"iodiag: error: {exc}", file=sys.stderr)
         if json_errors:
             _json_error(exc.exit_code, exc.message, exc.hint)
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
-        print("iodiag: interrupted", file=sys.stderr)
+        print("iodiag: interrupted (nothing was kept)", file=sys.stderr)
         raise SystemExit(130) from None
     except BrokenPipeError:
         # stdout closed early (e.g. piped into head): not an error of ours
@@ -150,6 +212,13 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     """Write via a temporary file in the same folder and rename: never a half-written file."""
     path = Path(path)
     try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a folder, not a file")
+        anc = path.parent
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent
+        if anc.exists() and not anc.is_dir():
+            raise NotADirectoryError(20, f"{anc} is a file, not a folder")
         path.parent.mkdir(parents=True, exist_ok=True)
         import tempfile  # (only when writing: ~3 ms of imports a report to stdout does without)
 

@@ -28,7 +28,9 @@ app.add_typer(site_app, name="site")
 
 
 def _fail(exc: IodiagError) -> None:
-    print(f"iodiag: error: {exc}", file=sys.stderr)
+    from ..errors import Interrupted
+
+    print(f"iodiag: {exc}" if isinstance(exc, Interrupted) else f"iodiag: error: {exc}", file=sys.stderr)
     raise typer.Exit(exc.exit_code)
 
 

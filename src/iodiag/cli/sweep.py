@@ -179,7 +179,7 @@ def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
 @sweep_app.command("analyze")
 @guarded
 def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collected or not)"),
-                axis: str = typer.Option("workers", "--axis", help="grid parameter to scale along"),
+                axis: Optional[str] = typer.Option(None, "--axis", help="grid parameter to scale along (default: workers, when the grid has it)"),
                 mode: str = typer.Option("strong", "--mode", help="strong or weak scaling"),
                 time_col: Optional[str] = typer.Option(None, "--time", help="time column (default t_write_s or t_total_s)"),
                 compare_by: Optional[str] = typer.Option(None, "--compare-by",
@@ -191,8 +191,12 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
     from ..jobs.sweep import collect
     from ..jobs.sweep.analyze import analyze, summarize
 
+    grid = _check_analyze(sweep_dir, axis=axis, mode=mode, plots=plots)
+    axis = axis or "workers"
     df, _ = collect(sweep_dir)
-    grid = list(json.loads((sweep_dir / "sweep.json").read_text()).get("grid", {}))
+    if compare_by and compare_by not in df.columns:
+        raise UsageError(f"--compare-by {compare_by}: not a column of this sweep's results",
+                         hint="columns: " + ", ".join(map(str, df.columns)))
     res = analyze(df, axis=axis, mode=mode, time_col=time_col, grid=grid)
     written = {}
     res["summary"].to_csv(sweep_dir / "summary.csv", index=False)
@@ -208,9 +212,6 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
                                                     out=sweep_dir / "scaling.png")
         if compare_by:
             summ = summarize(df, time_col=time_col, by=[c for c in (group, compare_by) if c in df.columns])
-            if compare_by not in df.columns:
-                raise UsageError(f"--compare-by {compare_by}: not a column of this sweep's results",
-                                 hint="columns: " + ", ".join(map(str, df.columns)))
             written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group if group in df.columns else None,
                                                     out=sweep_dir / "compare.png",
                                                     title=f"{sweep_dir.name}: {res['time_col']} by {compare_by}")
@@ -253,6 +254,34 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
         _err().print(f"[yellow]note:[/] {res['runs']['not_succeeded_rows']} rows from runs that did not succeed "
                      "are left out")
     _err().print("wrote " + ", ".join(str(p) for p in written.values()))
+
+
+def _check_analyze(sweep_dir: Path, *, axis: Optional[str], mode: str, plots: bool) -> list[str]:
+    """The grid of a sweep folder, once the options are known to fit it (before results are collected or written)."""
+    from ..errors import InputNotFound, InputUnreadable
+
+    if mode not in ("strong", "weak"):
+        raise UsageError(f"--mode {mode}: expected strong or weak")
+    meta_path = sweep_dir / "sweep.json"
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        raise UsageError(f"{sweep_dir} is a file, not a sweep folder", hint="give the --dir used with `iodiag sweep run` or `submit`")
+    if not meta_path.is_file():
+        raise InputNotFound(f"{sweep_dir} is not a sweep folder (no sweep.json)",
+                            hint="give the --dir used with `iodiag sweep run` or `submit`")
+    try:
+        grid = list(json.loads(meta_path.read_text()).get("grid", {}))
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InputUnreadable(f"{meta_path}: cannot be read as a sweep record ({exc})",
+                              hint="the sweep folder is damaged; re-run `iodiag sweep run` into a new --dir") from None
+    if axis is not None and axis not in grid:
+        raise UsageError(f"--axis {axis}: not a parameter of this sweep's grid",
+                         hint="grid parameters: " + (", ".join(grid) or "(none)"))
+    import os
+
+    if not os.access(sweep_dir, os.W_OK):
+        raise UsageError(f"{sweep_dir}: cannot write summary.csv{' and plots' if plots else ''} there (permission denied)",
+                         hint="copy the sweep folder somewhere writable")
+    return grid
 
 
 def _scaling_findings(df) -> tuple[list, int, list[str]]:

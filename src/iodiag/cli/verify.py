@@ -42,6 +42,10 @@ def verify_cmd(
         from ..reports.verify import render_verify_html, render_verify_text
         from ..service import verify_job
 
+        from .common import check_output
+
+        if html is not None:  # before the first run, not after the last (a long verify lost to a typo)
+            check_output(html, "HTML comparison", option="--html")
         bar: list = []
 
         def progress(done: int, total: int) -> None:

@@ -191,15 +191,21 @@ def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInpu
         raise SystemExit(1) from None
 
 
-def guarded(fn):
-    """A typer command whose body runs under ``run_guarded`` (``json_out=True`` in its arguments: errors as JSON)."""
+def guarded(fn=None, *, schema: str | None = None):
+    """A typer command whose body runs under ``run_guarded``; with ``json_out=True`` or ``as_json=True`` in its
+    arguments its errors are also printed as JSON, under ``schema`` (``@guarded(schema="iodiag.sweep/1")``;
+    plain ``@guarded``: iodiag.report/1)."""
     import functools
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        run_guarded(lambda: fn(*args, **kwargs), json_errors=bool(kwargs.get("json_out")))
+    def wrap(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            as_json = bool(kwargs.get("json_out") or kwargs.get("as_json"))
+            run_guarded(lambda: fn(*args, **kwargs), json_errors=(schema or True) if as_json else False)
 
-    return wrapper
+        return wrapper
+
+    return wrap(fn) if fn is not None else wrap
 
 
 # optional dependency -> the extra of pyproject.toml that installs it

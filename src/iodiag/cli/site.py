@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 
-from ..errors import IodiagError
 from .app import app
 from .common import guarded
 
@@ -27,15 +26,11 @@ site_app = typer.Typer(
 app.add_typer(site_app, name="site")
 
 
-def _fail(exc: IodiagError) -> None:
-    from ..errors import Interrupted
-
-    print(f"iodiag: {exc}" if isinstance(exc, Interrupted) else f"iodiag: error: {exc}", file=sys.stderr)
-    raise typer.Exit(exc.exit_code)
+INGEST_SCHEMA, REPORT_SCHEMA, DEFAULTS_SCHEMA = "iodiag.site-ingest/1", "iodiag.site-report/1", "iodiag.site-defaults/1"
 
 
 @site_app.command("ingest")
-@guarded
+@guarded(schema=INGEST_SCHEMA)
 def ingest_cmd(
     archive: Path = typer.Argument(..., help="root of the Darshan log tree (holds YYYY/M/D/ folders)"),
     out: Path = typer.Option(..., "--out", "-o", help="site dataset to create or update (a directory of parquet parts)"),
@@ -69,36 +64,44 @@ def ingest_cmd(
     import json
 
     from ..config import load_config
-    from ..site.ingest import ingest_archive, jobqueue_options
+    from ..site.ingest import check_dataset_path, ingest_archive, jobqueue_options
+    from .common import check_positive
 
+    check_positive(workers, "--workers", zero=True)
+    for value, option in ((jobs, "--jobs"), (cores, "--cores")):
+        check_positive(value, option)
+    if job_logs is not None and job_logs.exists() and not job_logs.is_dir():
+        from ..errors import UsageError
+
+        raise UsageError(f"--job-logs {job_logs}: is a file, not a folder", hint="give a folder for the worker jobs' output")
+    check_dataset_path(out)
     where_opts = dict(cluster=cluster, cluster_options=jobqueue_options(
         jobs=jobs, cores=cores, memory=memory, walltime=walltime, queue=queue, account=account,
         log_directory=str(job_logs) if job_logs else None))
-    try:
-        cfg = load_config(config)
-        if quiet or json_out or not sys.stderr.isatty():
-            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, **where_opts)
-        else:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    cfg = load_config(config)
+    if quiet or json_out or not sys.stderr.isatty():
+        summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, **where_opts)
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("logs"), TimeElapsedColumn(), TimeRemainingColumn(), transient=False) as bar:
-                task = bar.add_task("ingest", total=None)
+        from .common import rich_console
 
-                def progress(kind: str, n: int) -> None:
-                    if kind == "total":
-                        bar.update(task, total=n)
-                    else:
-                        bar.advance(task, n)
+        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("logs"), TimeElapsedColumn(), TimeRemainingColumn(), transient=False,
+                      console=rich_console(stderr=True)) as bar:
+            task = bar.add_task("ingest", total=None)
 
-                summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress,
-                                         **where_opts)
-    except IodiagError as exc:
-        _fail(exc)
-        return
+            def progress(kind: str, n: int) -> None:
+                if kind == "total":
+                    bar.update(task, total=n)
+                else:
+                    bar.advance(task, n)
+
+            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress,
+                                     **where_opts)
     d = summary.to_dict()
     if json_out:
-        print(json.dumps(d, indent=2))
+        print(json.dumps({"schema": INGEST_SCHEMA, **d}, indent=2))
         return
     rate = f", {d['logs_per_s']:.0f} logs/s" if d["logs_per_s"] else ""
     n = d["workers"]
@@ -113,13 +116,14 @@ def ingest_cmd(
 
 
 @site_app.command("report")
-@guarded
+@guarded(schema=REPORT_SCHEMA)
 def report_cmd(
     dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest"),
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
     html: Optional[Path] = typer.Option(None, "--html", help="--html [PATH]: also write an HTML report (default: iodiag-site-report.html here)"),
     top: int = typer.Option(10, "--top", help="rows in the top users / executables tables"),
     site_config: Optional[Path] = typer.Option(None, "--site-config", help="site config (iodiag site defaults --toml; default $IODIAG_SITE_CONFIG): its advice words the recommendations"),
+    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="colour the text report (default: on a terminal, unless $NO_COLOR is set)"),
 ) -> None:
     """What to change at the site: recommendations ranked by recoverable core-hours, the users and
     executables to contact first, finding prevalence, op sizes, files per job, trends, damaged logs.
@@ -133,26 +137,24 @@ def report_cmd(
     from ..config import load_config
     from ..site.aggregate import site_report
     from ..site.render import render_html, render_json, render_text
+    from .common import atomic_write, check_output, check_positive, terminal_width, use_color
 
-    try:
-        rep = site_report(dataset, top_n=top, config=load_config(site_config=site_config))
-        if html is not None:
-            try:
-                html.write_text(render_html(rep))
-            except OSError as exc:
-                from ..errors import InputUnreadable
-
-                raise InputUnreadable(f"{html}: cannot write the HTML report: {exc.strerror}", hint="check the directory exists and is writable") from None
-    except IodiagError as exc:
-        _fail(exc)
+    check_positive(top, "--top")
+    if html is not None:
+        check_output(html, "HTML report", option="--html")
+    rep = site_report(dataset, top_n=top, config=load_config(site_config=site_config))
+    if html is not None:
+        atomic_write(html, render_html(rep))
+    if json_out:
+        print(render_json(rep))
         return
-    print(render_json(rep) if json_out else render_text(rep))
-    if html is not None and not json_out:
+    print(render_text(rep, width=terminal_width(), color=use_color(color)), end="")
+    if html is not None:
         print(f"HTML report: {html}")
 
 
 @site_app.command("defaults")
-@guarded
+@guarded(schema=DEFAULTS_SCHEMA)
 def defaults_cmd(
     dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest (the workload mix)"),
     sweep: list[Path] = typer.Option([], "--sweep", "-s", help="sweep folder or results table (iodiag sweep collect; or any table with scenario, setting, time_s columns); repeatable, tables of one tunable are joined"),
@@ -185,23 +187,18 @@ def defaults_cmd(
 
     from ..site.defaults import site_defaults
     from ..site.render import render_defaults_text, render_json, render_site_toml
+    from .common import atomic_write, check_output, terminal_width
 
-    try:
-        res = site_defaults(dataset, sweep, weight=weight, mean=mean, uniform=uniform, site_name=name,
-                            scenario=scenario, setting=setting, time=time, tunable=tunable)
-        if toml is not None:
-            try:
-                toml.write_text(render_site_toml(res, generated=_time.strftime("%Y-%m-%d", _time.gmtime())))
-            except OSError as exc:
-                from ..errors import InputUnreadable
-
-                raise InputUnreadable(f"{toml}: cannot write the site config: {exc.strerror}", hint="check the directory exists and is writable") from None
-    except IodiagError as exc:
-        _fail(exc)
-        return
-    if json_out:  # the trees' models included (recommend.tree.Tree.from_dict reads them)
-        print(render_json(res))
-        return
-    print(render_defaults_text(res))
     if toml is not None:
-        print(f"site config written to {toml}; use it with: iodiag report LOG --site-config {toml}")
+        check_output(toml, "site config", option="--toml")
+    res = site_defaults(dataset, sweep, weight=weight, mean=mean, uniform=uniform, site_name=name,
+                        scenario=scenario, setting=setting, time=time, tunable=tunable)
+    if toml is not None:
+        atomic_write(toml, render_site_toml(res, generated=_time.strftime("%Y-%m-%d", _time.gmtime())))
+    if json_out:  # the trees' models included (recommend.tree.Tree.from_dict reads them)
+        print(render_json({"schema": DEFAULTS_SCHEMA, **res}))
+        return
+    print(render_defaults_text(res, width=terminal_width()))
+    if toml is not None:
+        print(f"site config written to {toml}; use it with:")
+        print(f"  iodiag report LOG --site-config {toml}")

@@ -34,7 +34,13 @@ app.add_typer(sweep_app, name="sweep")
 SpecArg = typer.Argument(..., help="sweep spec (TOML)", exists=False)
 DirOpt = typer.Option(None, "--dir", "-d", help="sweep folder (default: ./sweeps/<name>)")
 YesOpt = typer.Option(False, "--yes", "-y", help="accept grids above the run limit ([sweep] max_runs)")
-JsonOpt = typer.Option(False, "--json", help="machine-readable output on stdout")
+SWEEP_SCHEMA = "iodiag.sweep/1"
+JsonOpt = typer.Option(False, "--json", help=f"machine-readable output on stdout (schema {SWEEP_SCHEMA}, field command)")
+
+
+def _json(command: str, payload: dict) -> None:
+    """Every sweep command's JSON: one object, schema iodiag.sweep/1, the command that made it, then its fields."""
+    typer.echo(json.dumps({"schema": SWEEP_SCHEMA, "command": command, **payload}, indent=2, default=str))
 ConfigOpt = typer.Option(None, "--config", help="iodiag config TOML ([sweep] max_runs, submit_timeout_s)")
 
 
@@ -68,15 +74,14 @@ def _progress(console):
 
 
 @sweep_app.command("plan")
-@guarded
+@guarded(schema=SWEEP_SCHEMA)
 def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = YesOpt, as_json: bool = JsonOpt,
              config: Optional[Path] = ConfigOpt) -> None:
     """Show the runs a spec makes (and their commands) without running anything."""
     plan, _ = _plan(spec, dir, yes, config)
     if as_json:
-        typer.echo(json.dumps({"sweep_dir": str(plan.sweep_dir), "launcher": plan.launcher, "notes": plan.notes,
-                               "prepare": [r.to_json() for r in plan.prepare],
-                               "runs": [r.to_json() for r in plan.runs]}, indent=2, default=str))
+        _json("plan", {"sweep_dir": str(plan.sweep_dir), "launcher": plan.launcher, "notes": plan.notes,
+                       "prepare": [r.to_json() for r in plan.prepare], "runs": [r.to_json() for r in plan.runs]})
         return
     from rich.console import Console
     from rich.table import Table
@@ -98,7 +103,7 @@ def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = Yes
 
 
 @sweep_app.command("run")
-@guarded
+@guarded(schema=SWEEP_SCHEMA)
 def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no-local",
                                                                help="run here, one after another (default)"),
             dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
@@ -117,7 +122,7 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
         err.print(f"[yellow]note:[/] {n}")
     out = run_local(plan, retry_failed=retry_failed, progress=None if as_json else _progress(err))
     if as_json:
-        typer.echo(json.dumps({"sweep_dir": str(plan.sweep_dir), **out.to_json()}, indent=2))
+        _json("run", {"sweep_dir": str(plan.sweep_dir), **out.to_json()})
     else:
         err.print(f"{len(out.ran)} ran, {len(out.skipped)} skipped, {len(out.failed)} failed → "
                   f"iodiag sweep collect {plan.sweep_dir}")
@@ -126,7 +131,7 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
 
 
 @sweep_app.command("submit")
-@guarded
+@guarded(schema=SWEEP_SCHEMA)
 def submit_cmd(spec: Path = SpecArg,
                scheduler: str = typer.Option(..., "--scheduler", "-s", help="slurm, lsf or pbs"),
                dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
@@ -152,14 +157,14 @@ def submit_cmd(spec: Path = SpecArg,
     if wait > 0 and not dry_run:
         result["final_status"] = wait_for(plan, timeout_s=wait)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        _json("submit", result)
     else:
         err.print(f"{len(out.ran)} {'scripts written' if dry_run else 'submitted'}, {len(out.skipped)} skipped, "
                   f"{len(out.in_flight)} still queued/running → iodiag sweep collect {plan.sweep_dir}")
 
 
 @sweep_app.command("collect")
-@guarded
+@guarded(schema=SWEEP_SCHEMA)
 def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
                 include_prepare: bool = typer.Option(False, "--prepare", help="include prepare steps"),
                 as_json: bool = JsonOpt) -> None:
@@ -168,7 +173,8 @@ def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
 
     df, written = collect(sweep_dir, include_prepare=include_prepare)
     if as_json:
-        typer.echo(df.to_json(orient="records", indent=2))
+        _json("collect", {"sweep_dir": str(sweep_dir), "written": {k: str(v) for k, v in written.items()},
+                          "rows": json.loads(df.to_json(orient="records"))})
         return
     counts = df.drop_duplicates("run")["status"].value_counts().to_dict() if len(df) else {}
     _err().print(f"{len(df)} rows from {df['run'].nunique() if len(df) else 0} runs "
@@ -177,7 +183,7 @@ def collect_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder"),
 
 
 @sweep_app.command("analyze")
-@guarded
+@guarded(schema=SWEEP_SCHEMA)
 def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collected or not)"),
                 axis: Optional[str] = typer.Option(None, "--axis", help="grid parameter to scale along (default: workers, when the grid has it)"),
                 mode: str = typer.Option("strong", "--mode", help="strong or weak scaling"),
@@ -223,7 +229,7 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
                    "runs": res["runs"], "notes": res["notes"], "mode": mode, "axis": axis, "written": {k: str(v) for k, v in written.items()}}
         if "scaling" in res:
             payload["scaling"] = json.loads(res["scaling"].to_json(orient="records"))
-        typer.echo(json.dumps(payload, indent=2))
+        _json("analyze", payload)
         return
     from rich.console import Console
     from rich.table import Table

@@ -44,10 +44,13 @@ def _json(command: str, payload: dict) -> None:
 ConfigOpt = typer.Option(None, "--config", help="iodiag config TOML ([sweep] max_runs, submit_timeout_s)")
 
 
-def _err():
-    from rich.console import Console
+ColorOpt = typer.Option(None, "--color/--no-color", help="colour the output (default: on a terminal, unless $NO_COLOR is set)")
 
-    return Console(stderr=True, highlight=False)
+
+def _err(color: Optional[bool] = None):
+    from .common import rich_console
+
+    return rich_console(stderr=True, color=color)
 
 
 def _plan(spec_path: Path, sweep_dir: Optional[Path], yes: bool, config: Optional[Path]):
@@ -76,30 +79,29 @@ def _progress(console):
 @sweep_app.command("plan")
 @guarded(schema=SWEEP_SCHEMA)
 def plan_cmd(spec: Path = SpecArg, dir: Optional[Path] = DirOpt, yes: bool = YesOpt, as_json: bool = JsonOpt,
-             config: Optional[Path] = ConfigOpt) -> None:
+             config: Optional[Path] = ConfigOpt, color: Optional[bool] = ColorOpt) -> None:
     """Show the runs a spec makes (and their commands) without running anything."""
     plan, _ = _plan(spec, dir, yes, config)
     if as_json:
         _json("plan", {"sweep_dir": str(plan.sweep_dir), "launcher": plan.launcher, "notes": plan.notes,
                        "prepare": [r.to_json() for r in plan.prepare], "runs": [r.to_json() for r in plan.runs]})
         return
-    from rich.console import Console
-    from rich.table import Table
+    from ..reports.textout import Col, Lines
+    from .common import terminal_width, use_color
 
-    con = Console(highlight=False)
-    t = Table(title=f"sweep {plan.spec.name}: {len(plan.runs)} runs"
-                    f"{f' + {len(plan.prepare)} prepare steps' if plan.prepare else ''} in {plan.sweep_dir}")
-    t.add_column("run")
-    t.add_column("rep", justify="right")
-    t.add_column("depends on")
-    for r in plan.all:
-        t.add_row(r.name, str(r.rep) if r.kind == "run" else "-", ", ".join(r.depends_on))
-    con.print(t)
-    con.print(f"launcher: {plan.launcher}; chain on batch systems: {plan.spec.chain}")
+    out = Lines(width=terminal_width(), color=use_color(color))
+    out.table(f"sweep {plan.spec.name}: {len(plan.runs)} runs"
+              f"{f' + {len(plan.prepare)} prepare steps' if plan.prepare else ''} in {plan.sweep_dir}",
+              [("run", "left", Col(cut="middle", min=16)), ("rep", "right", Col()),
+               ("depends on", "left", Col(1, cut="end", min=12))],
+              [(r.name, str(r.rep) if r.kind == "run" else "-", ", ".join(r.depends_on)) for r in plan.all])
+    out.line(f"launcher: {plan.launcher}; chain on batch systems: {plan.spec.chain}")
     if plan.runs:
-        con.print("first run: " + " ".join(plan.runs[0].argv), soft_wrap=True)
+        out.line("first run: " + " ".join(plan.runs[0].argv), wrap=False)  # a command to paste: never cut
+    typer.echo(out.text(), nl=False)
+    err = _err(color)
     for n in plan.notes:
-        _err().print(f"[yellow]note:[/] {n}")
+        err.print(f"[yellow]note:[/] {n}")
 
 
 @sweep_app.command("run")
@@ -109,7 +111,7 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
             dir: Optional[Path] = DirOpt, yes: bool = YesOpt,
             retry_failed: bool = typer.Option(True, "--retry-failed/--skip-failed",
                                               help="re-run runs marked FAILED (default) or leave them"),
-            as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt) -> None:
+            as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt, color: Optional[bool] = ColorOpt) -> None:
     """Run every run of a spec here, one after another (succeeded runs are skipped)."""
     from ..errors import UsageError
     from ..jobs.sweep import run_local
@@ -117,7 +119,7 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
     if not local:
         raise UsageError("`iodiag sweep run` runs here only", hint="use `iodiag sweep submit --scheduler ...`")
     plan, _ = _plan(spec, dir, yes, config)
-    err = _err()
+    err = _err(color)
     for n in plan.notes:
         err.print(f"[yellow]note:[/] {n}")
     out = run_local(plan, retry_failed=retry_failed, progress=None if as_json else _progress(err))
@@ -138,7 +140,7 @@ def submit_cmd(spec: Path = SpecArg,
                dry_run: bool = typer.Option(False, "--dry-run", help="write the scripts, submit nothing"),
                retry_failed: bool = typer.Option(True, "--retry-failed/--skip-failed"),
                wait: float = typer.Option(0.0, "--wait", help="then wait up to this many seconds for markers"),
-               as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt) -> None:
+               as_json: bool = JsonOpt, config: Optional[Path] = ConfigOpt, color: Optional[bool] = ColorOpt) -> None:
     """Write one batch script per run and submit all runs at once, chained with dependencies."""
     from ..jobs.sweep import submit
     from ..jobs.sweep import wait as wait_for
@@ -148,7 +150,7 @@ def submit_cmd(spec: Path = SpecArg,
     if not dry_run:
         sched.check_available()  # before the spec's folders are even created
     plan, cfg = _plan(spec, dir, yes, config)
-    err = _err()
+    err = _err(color)
     for n in plan.notes:
         err.print(f"[yellow]note:[/] {n}")
     out = submit(plan, scheduler=scheduler, dry_run=dry_run, retry_failed=retry_failed,
@@ -192,7 +194,7 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
                                                          help="bar plot: one bar per value of this column (e.g. format)"),
                 group: str = typer.Option("pattern", "--group", help="bar plot groups (e.g. pattern)"),
                 plots: bool = typer.Option(True, "--plots/--no-plots", help="write PNG plots into the sweep folder"),
-                as_json: bool = JsonOpt) -> None:
+                as_json: bool = JsonOpt, color: Optional[bool] = ColorOpt) -> None:
     """Throughput, speedup, parallel efficiency, mean ± 95 % CI over repetitions, arithmetic/harmonic means."""
     from ..jobs.sweep import collect
     from ..jobs.sweep.analyze import analyze, summarize
@@ -231,35 +233,57 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
             payload["scaling"] = json.loads(res["scaling"].to_json(orient="records"))
         _json("analyze", payload)
         return
-    from rich.console import Console
-    from rich.table import Table
+    from ..reports.textout import Lines
+    from .common import terminal_width, use_color
 
-    con = Console(highlight=False)
+    out = Lines(width=terminal_width(), color=use_color(color))
     tab = res.get("scaling", res["summary"])
-    t = Table(title=f"{sweep_dir}: {res['time_col']} mean ± 95 % CI over repetitions")
-    short = {"time_s_mean": "time s", "time_s_ci95": "± CI95", "throughput_MBps_mean": "MB/s",
-             "throughput_MBps_ci95": "± CI95 ", "time_s_n": "n"}
-    keep = [c for c in tab.columns if not c.endswith(("_std", "_lo", "_hi", "_n")) and c != "bytes"
-            and c != "ideal_time_s"]
-    keep.insert(len([c for c in keep if not c.startswith(("time_", "throughput_", "speedup", "efficiency"))]),
-                "time_s_n")
-    for c in keep:
-        t.add_column(short.get(c, c), justify="right")
-    for _, r in tab.iterrows():
-        t.add_row(*[f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in keep])
-    con.print(t)
+    cols, rows = analyze_table(tab)
+    out.table(f"{sweep_dir}: {res['time_col']} mean ± 95 % CI over repetitions", cols, rows)
     if res["means"]:
         m = res["means"]
-        con.print(f"throughput across {m['configurations']} configurations: arithmetic mean "
-                  f"{m['arithmetic_mean_MBps']:.1f} MB/s, harmonic mean {m['harmonic_mean_MBps']:.1f} MB/s")
+        out.line(f"throughput across {m['configurations']} configurations: arithmetic mean "
+                 f"{m['arithmetic_mean_MBps']:.1f} MB/s, harmonic mean {m['harmonic_mean_MBps']:.1f} MB/s")
     for f in findings:
-        con.print(f"[bold]{f.severity.upper()} [{f.id}][/] {f.title}\n  → {f.recommendation}")
+        out.line((f"{f.severity.upper()} [{f.id}]", "bold"), " ", f.title)
+        out.line(f"  → {f.recommendation}", hang=4)
+    typer.echo(out.text(), nl=False)
+    err = _err(color)
     for n in res["notes"]:
-        _err().print(f"[yellow]note:[/] {n}")
+        err.print(f"[yellow]note:[/] {n}")
     if res["runs"]["not_succeeded_rows"]:
-        _err().print(f"[yellow]note:[/] {res['runs']['not_succeeded_rows']} rows from runs that did not succeed "
-                     "are left out")
-    _err().print("wrote " + ", ".join(str(p) for p in written.values()))
+        err.print(f"[yellow]note:[/] {res['runs']['not_succeeded_rows']} rows from runs that did not succeed "
+                  "are left out")
+    err.print("wrote " + ", ".join(str(p) for p in written.values()))
+
+
+# the measure columns of the analyze table: (column, header, priority: the highest is left out first on a narrow line)
+_MEASURES = [("time_s_mean", "time s", 0), ("time_s_ci95", "± CI95", 2), ("time_s_n", "n", 6),
+             ("throughput_MBps_mean", "MB/s", 3), ("throughput_MBps_ci95", "± MB/s", 5), ("speedup", "speedup", 4),
+             ("efficiency", "efficiency", 1)]
+
+
+def analyze_table(tab) -> tuple[list, list]:
+    """Columns and rows of the analyze table: the configuration columns first, never left out (a path is cut in
+    the middle, so that rows differing at its end stay told apart), then the measures by priority."""
+    from ..reports.textout import Col
+
+    measures = {c for c, _, _ in _MEASURES}
+    conf = [c for c in tab.columns if c not in measures and not c.endswith(("_std", "_lo", "_hi", "_n", "_mean", "_ci95"))
+            and c not in ("bytes", "ideal_time_s")]
+    shown = [(c, h, p) for c, h, p in _MEASURES if c in tab.columns]
+    import pandas as pd
+
+    cols = [(c, "right" if pd.api.types.is_numeric_dtype(tab[c]) else "left", Col(cut="middle", min=24)) for c in conf]
+    cols += [(h, "right", Col(p)) for _, h, p in shown]
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return "-" if v != v else f"{v:.4g}"
+        return str(v)
+
+    rows = [[cell(r[c]) for c in conf] + [cell(r[c]) for c, _, _ in shown] for _, r in tab.iterrows()]
+    return cols, rows
 
 
 def _check_analyze(sweep_dir: Path, *, axis: Optional[str], mode: str, plots: bool) -> list[str]:

@@ -302,3 +302,45 @@ def wrap_plain(text: str, width: int, *, indent: int = 0, hang: int | None = Non
     out = Lines(width=width, color=False)
     out.line(" " * indent + text, hang=indent if hang is None else hang)
     return out.text().rstrip("\n").split("\n")
+
+
+def markdown_text(md: str, *, width: int, color: bool = False, keep: Sequence[str] = ()) -> str:
+    """Markdown as ``Lines`` lay it out for a terminal: headings in bold, paragraphs wrapped, pipe tables as
+    tables fitted to the width (the first column cut at its end down to half the line, the columns whose header
+    is not in ``keep`` left out from the last), inline marks (backticks, **bold**) and HTML comments dropped.
+    Enough for the Markdown iodiag itself writes."""
+    out = Lines(width=width, color=color)
+    lines = md.splitlines()
+    i = 0
+
+    def inline(s: str) -> str:
+        return re.sub(r"\*\*(.+?)\*\*|`([^`]*)`|\*([^*]+)\*", lambda m: m.group(1) or m.group(2) or m.group(3) or "", s)
+
+    while i < len(lines):
+        ln = lines[i].rstrip()
+        if ln.startswith("<!--"):
+            while i < len(lines) and "-->" not in lines[i]:
+                i += 1
+            i += 1
+            continue
+        if ln.startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            heads, rule, rows = block[0], block[1] if len(block) > 1 else [], block[2:]
+            just = ["right" if c.endswith(":") and not c.startswith(":") else "left" for c in rule] or ["left"] * len(heads)
+            n = len(heads)
+            cols = [(inline(h), just[k] if k < len(just) else "left",
+                     Col(cut="end", min=max(width // 2, 16)) if k == 0 else Col(0 if inline(h) in keep else k))
+                    for k, h in enumerate(heads)]
+            out.table(None, cols, [[inline(c) for c in (r + [""] * n)[:n]] for r in rows])
+            continue
+        if ln.startswith("#"):
+            out.line((inline(ln.lstrip("#").strip()), "bold"))
+        elif not ln:
+            out.blank()
+        else:
+            out.line(inline(ln))
+        i += 1
+    return out.text()

@@ -306,9 +306,16 @@ def _print_choices(exc: AmbiguousInput) -> None:
         if len(exc.choices) > 50:
             print(f"  … {len(exc.choices) - 50} more (iodiag jobs)", file=sys.stderr)
         return
-    print(f"iodiag: {exc.message}:", file=sys.stderr)
-    print(f"  {'job id':<14} {'processes':>9}  {'start (UTC)':<20} executables", file=sys.stderr)
+    from ..reports.textout import Col, plain_table, wrap_plain
+
+    for line in wrap_plain(f"iodiag: {exc.message}:", terminal_width(), hang=2):
+        print(line, file=sys.stderr)
+    rows = []
     for c in exc.choices:
-        start = datetime.fromtimestamp(c.start_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if c.start_s else "?"
-        bad = f"  ({len(c.unreadable)} unreadable)" if c.unreadable else ""
-        print(f"  {c.job_id:<14} {c.processes:>9}  {start:<20} {', '.join(c.exes) or '?'}{bad}", file=sys.stderr)
+        start = datetime.fromtimestamp(c.start_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") if c.start_s else "?"
+        exes = ", ".join(e.rsplit("/", 1)[-1] for e in c.exes) or "?"  # program names: the paths are in the report
+        rows.append([c.job_id, str(c.processes), start, exes, str(len(c.unreadable)) if c.unreadable else "-"])
+    for line in plain_table(["job id", "processes", "start (UTC)", "programs", "unreadable"], rows,
+                            width=terminal_width(), right=[False, True, False, False, True],
+                            specs=[Col(), Col(2), Col(3), Col(1, cut="middle", min=16), Col(4)], indent=2):
+        print(line, file=sys.stderr)

@@ -101,4 +101,6 @@ def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree, job_a=No
     if json_out:
         sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
     else:
-        sys.stdout.write(render_compare_text(result))
+        from .common import terminal_width
+
+        sys.stdout.write(render_compare_text(result, width=terminal_width()))

@@ -75,6 +75,17 @@ def jobs_command(
     run_guarded(body, json_errors=JOBS_SCHEMA if as_json else False)
 
 
+def _short_command(command: str) -> str:
+    """The command as the table shows it: the program and a Python script by their names (their folders are in
+    ``--json``), the arguments as given."""
+    words = command.split(" ")
+    if words and "/" in words[0]:
+        words[0] = words[0].rsplit("/", 1)[-1]
+    if len(words) > 1 and words[0].startswith("python") and words[1].endswith(".py"):
+        words[1] = words[1].rsplit("/", 1)[-1]
+    return " ".join(words)
+
+
 def render_jobs(rows: list[dict], *, width: int, color: bool) -> str:
     """The job table, fitted to ``width``: the id and status always; the command cut at its end; the logs, Dask
     tasks, collector and exit columns left out, in that order, when the line is short.  (The id carries the
@@ -91,9 +102,9 @@ def render_jobs(rows: list[dict], *, width: int, color: bool) -> str:
         wall = f"{r['wall_s']:.1f}s" if r["wall_s"] is not None else "-"
         ex = r["signal"] or ("-" if r["exit_code"] is None else str(r["exit_code"]))
         cells.append([r["id"], r["status"], start, wall, ex, r["collector"] or "-", str(r["logs"]), str(r["dask_tasks"]),
-                      r["command"] or "-"])
+                      _short_command(r["command"]) or "-"])
     cols = [("job id", "left"), ("status", "left"), ("started", "left", Col(3)), ("wall", "right", Col(2)),
             ("exit", "right", Col(4)), ("collector", "left", Col(6)), ("logs", "right", Col(5)),
-            ("tasks", "right", Col(7)), ("command", "left", Col(1, cut="middle", min=12))]
+            ("tasks", "right", Col(7)), ("command", "left", Col(cut="middle", min=20))]
     out.table(None, cols, cells)
     return out.text()

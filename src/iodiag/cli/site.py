@@ -108,11 +108,15 @@ def ingest_cmd(
     where = "in this process" if n == 0 else f"on {n} Dask worker thread{'s' if n != 1 else ''}"
     if cluster != "local" and n:
         where += f" ({cluster} jobs)"
-    print(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
-          f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
-          f"in {d['seconds']:.1f} s {where}{rate}")
-    if d["errors"]:
-        print(f"damaged logs are listed in the report: iodiag site report {out}")
+    from ..reports.textout import wrap_plain
+    from .common import terminal_width
+
+    for line in wrap_plain(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
+                           f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
+                           f"in {d['seconds']:.1f} s {where}{rate}", terminal_width(), hang=2):
+        print(line)
+    print("the report" + (" (damaged logs listed at its end)" if d["errors"] else "") + ":")
+    print(f"  iodiag site report {out}")
 
 
 @site_app.command("report")
@@ -200,5 +204,5 @@ def defaults_cmd(
         return
     print(render_defaults_text(res, width=terminal_width()))
     if toml is not None:
-        print(f"site config written to {toml}; use it with:")
+        print("site config written; use it with:")
         print(f"  iodiag report LOG --site-config {toml}")

@@ -122,7 +122,16 @@ def run_cmd(spec: Path = SpecArg, local: bool = typer.Option(True, "--local/--no
     err = _err(color)
     for n in plan.notes:
         err.print(f"[yellow]note:[/] {n}")
-    out = run_local(plan, retry_failed=retry_failed, progress=None if as_json else _progress(err))
+    try:
+        out = run_local(plan, retry_failed=retry_failed, progress=None if as_json else _progress(err))
+    except KeyboardInterrupt:
+        from ..errors import Interrupted
+        from ..jobs.sweep import status
+
+        ok = sum(status(r) == "succeeded" for r in plan.all)
+        raise Interrupted(f"interrupted: {plan.sweep_dir} keeps the {ok} of {len(plan.all)} runs that succeeded "
+                          "(the run cut short is run again next time)",
+                          hint="run the same command again to run the rest (succeeded runs are skipped)") from None
     if as_json:
         _json("run", {"sweep_dir": str(plan.sweep_dir), **out.to_json()})
     else:

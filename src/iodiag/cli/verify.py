@@ -60,9 +60,21 @@ def verify_cmd(
                 bar.extend([b, b.add_task("verify runs (before/after interleaved)", total=total)])
             bar[0].update(bar[1], completed=done)
 
+        done: list = [0, 0]
+
+        def counted(n: int, total: int) -> None:
+            done[:] = [n, total]
+            progress(n, total)
+
         try:
             d = verify_job(target=job, config=load_config(config_file), reps=reps, sets=sets,
-                           model_path=str(model) if model else None, progress=progress)
+                           model_path=str(model) if model else None, progress=counted)
+        except KeyboardInterrupt:
+            from ..errors import Interrupted
+
+            raise Interrupted(f"interrupted after {done[0]} of {done[1] or 2 * reps} runs: nothing was kept (the speedup "
+                              "and its band need every before/after pair)",
+                              hint="run it again; --reps 3 gives a quicker, wider band") from None
         finally:
             if bar:
                 bar[0].stop()

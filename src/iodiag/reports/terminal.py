@@ -86,6 +86,12 @@ def _named(report: dict[str, Any], procs: list[int]) -> str:
             out.append(f"{p['role']} {p['pid']}")
         else:
             out.append(str(i))
+    if len(set(out)) < len(out):  # several logs' rank 0 (non-MPI processes): tell them apart by pid, else index
+        seen = {n: out.count(n) for n in out}
+        for k, i in enumerate(procs):
+            if seen[out[k]] > 1:
+                p = by.get(i)
+                out[k] = f"{out[k]} (pid {p['pid']})" if p and p.get("pid", 0) > 0 else f"{out[k]} (process {i})"
     return ", ".join(out)
 
 

@@ -145,7 +145,7 @@ class Lines:
             return " " + f" {sep} ".join(out) + " "
 
         if title is not None:
-            self._out.append(self._styled([(title, "italic")]))
+            self.line((title, "italic"), hang=2)
         self._out.append(fmt(heads, "┃", "bold"))
         self._out.append("━" + "━╇━".join("━" * w for w in widths) + "━")
         self._out.extend(fmt(r, "│") for r in rows)
@@ -227,9 +227,17 @@ def fit_table(heads: Sequence[str], rows: Sequence[Sequence[str]], specs: Sequen
                 over -= 1
             return keep, widths
         droppable = [i for i in keep if specs[i].priority > 0]
-        if not droppable:
+        if not droppable:  # nothing left to leave out: the cuttable columns give way below their minimum, to 8
             for j in cuttable:
                 widths[j] = min(specs[keep[j]].min, widths[j])
+            over = sum(widths) + sep * (len(widths) - 1) + margin - width
+            while over > 0:
+                room = [j for j in cuttable if widths[j] > 8]
+                if not room:
+                    break
+                j = max(room, key=lambda j: widths[j])
+                widths[j] -= 1
+                over -= 1
             return keep, widths
         keep.remove(max(droppable, key=lambda i: (specs[i].priority, i)))
 

@@ -503,7 +503,7 @@ def render_site_toml(res: dict[str, Any], *, generated: str | None = None, width
     """The proposed site config as TOML that ``config.load_config`` reads (``--site-config``, $IODIAG_SITE_CONFIG)."""
     cfg = res["config"]
     lines = ["# iodiag site config, proposed by `iodiag site defaults`" + (f" on {generated}" if generated else ""),
-             f"# from the site dataset {res['dataset']} ({res['jobs']} jobs) and the sweeps:"]
+             f"# from the site dataset ({res['jobs']} jobs):", f"#   {res['dataset']}", "# and the sweeps:"]
     lines += [f"#   {s}" for s in res["sweeps"]]
     lines += ["# Deploy it as /etc/iodiag/site.toml or point $IODIAG_SITE_CONFIG at it;",
               "# a user's --config overrides it.",

@@ -62,7 +62,7 @@ def train_cmd(sweeps: Optional[List[Path]] = typer.Argument(None, help="sweep fo
     if not 1 <= max_depth <= 4:
         from ..errors import UsageError
 
-        raise UsageError(f"--max-depth {max_depth}: must be 1 to 4 (trees are kept readable)")
+        raise UsageError(f"--max-depth {max_depth}: must be 1 to 4 (trees are kept readable)", hint="use --max-depth 4 or less")
     model, used = train_command(sweeps=sweeps or (), table=table, out=out, table_out=table_out,
                                 max_depth=max_depth)
     summary = {"schema": "iodiag.recommend-train/1", "model": str(out), "table": str(used), "trained_on": model["trained_on"],

@@ -210,10 +210,14 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
 
     grid = _check_analyze(sweep_dir, axis=axis, mode=mode, plots=plots)
     axis = axis or "workers"
+    if compare_by:  # (read, not yet written: collect writes results.csv)
+        from ..jobs.sweep import collect_rows
+
+        columns = list(dict.fromkeys(k for row in collect_rows(sweep_dir) for k in row))
+        if compare_by not in columns:
+            raise UsageError(f"--compare-by {compare_by}: not a column of this sweep's results",
+                             hint="columns: " + ", ".join(columns))
     df, _ = collect(sweep_dir)
-    if compare_by and compare_by not in df.columns:
-        raise UsageError(f"--compare-by {compare_by}: not a column of this sweep's results",
-                         hint="columns: " + ", ".join(map(str, df.columns)))
     res = analyze(df, axis=axis, mode=mode, time_col=time_col, grid=grid)
     written = {}
     res["summary"].to_csv(sweep_dir / "summary.csv", index=False)
@@ -300,7 +304,8 @@ def _check_analyze(sweep_dir: Path, *, axis: Optional[str], mode: str, plots: bo
     from ..errors import InputNotFound, InputUnreadable
 
     if mode not in ("strong", "weak"):
-        raise UsageError(f"--mode {mode}: expected strong or weak")
+        raise UsageError(f"--mode {mode}: expected strong or weak",
+                         hint="strong: the same total work at every size; weak: the work grows with the axis")
     meta_path = sweep_dir / "sweep.json"
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise UsageError(f"{sweep_dir} is a file, not a sweep folder", hint="give the --dir used with `iodiag sweep run` or `submit`")

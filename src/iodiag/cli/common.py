@@ -32,19 +32,23 @@ def warm_allocator() -> None:
 
 
 def terminal_columns(default: int = 100) -> int:
-    """The terminal's width: $COLUMNS when set, else stdout's terminal, else ``default`` (what
-    ``shutil.get_terminal_size`` gives, without importing shutil and what it pulls in)."""
+    """The terminal's width: $COLUMNS when set, else the terminal of stdout, stderr or stdin (in that order), else
+    ``default`` (``shutil.get_terminal_size`` without importing shutil, and looking past a piped stdout)."""
     try:
         cols = int(os.environ.get("COLUMNS", "0"))
     except ValueError:
         cols = 0
     if cols > 0:
         return cols
-    try:
-        cols = os.get_terminal_size(sys.__stdout__.fileno()).columns
-    except (AttributeError, ValueError, OSError):
-        cols = 0
-    return cols if cols > 0 else default
+    # stdout's terminal, else stderr's or stdin's: `iodiag ... | less` is read in the terminal stderr still shows
+    for stream in (sys.__stdout__, sys.__stderr__, sys.__stdin__):
+        try:
+            cols = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            cols = 0
+        if cols > 0:
+            return cols
+    return default
 
 
 def terminal_width() -> int:

@@ -311,19 +311,22 @@ def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], num: Sequ
     return "".join(out)
 
 
-def _html_jobs(jobs: Sequence[dict[str, Any]], prefix: str, *, findings: bool = False) -> str:
+def _html_jobs(jobs: Sequence[dict[str, Any]], prefix: str, *, findings: bool = False, advice: bool = False) -> str:
     """Jobs as a table; each job id links to the command that reports the job alone (shown under it, selectable:
     a page without script cannot run it, the admin pastes it)."""
     if not jobs:
         return ""
     esc = html.escape
-    head = ["job id", "user", "program", "recoverable core-h", "core-h"] + (["findings"] if findings else [])
+    head = (["job id", "user", "program", "recoverable core-h", "core-h"] + (["findings"] if findings else [])
+            + (["site advice"] if advice else []))
     out = ["<table class='jobs'><tr>" + "".join(f"<th class='{'num' if h.endswith('core-h') else ''}'>{esc(h)}</th>" for h in head) + "</tr>"]
     for n, j in enumerate(jobs):
         anchor = f"cmd-{prefix}{n}"
         jid = esc(str(j.get("job_id") or "?"))
         cell = f"<a href='#{esc(anchor)}'>{jid}</a>" if j.get("report_command") else jid
         extra = f"<td>{esc(', '.join(j.get('findings') or []))}</td>" if findings else ""
+        if advice:
+            extra += f"<td>{'for this job' if j.get('site_advice_applies') else 'not for this job'}</td>"
         out.append(f"<tr><td>{cell}</td><td>{esc(j['user'])}</td><td>{esc(j['program'])}</td>"
                    f"<td class='num'>{esc(_ch(j['recoverable_core_hours']))}</td><td class='num'>{esc(_num(j['core_hours']))}</td>{extra}</tr>")
         if j.get("report_command"):
@@ -372,7 +375,8 @@ def render_html(rep: dict[str, Any]) -> str:
                          f"<span class='muted small'>({esc(_pct(r['recoverable_share']))} of all; {r['jobs']} jobs)</span></h3>"
                          f"<div class='what'>{esc(r['action'])}</div>{told}"
                          f"<div class='small'>Contact: {esc(_who(r['users'], 'user'))}<br>Programs: {esc(_who(r['executables'], 'exe'))}</div>"
-                         + _html_jobs(r.get("top_jobs") or [], f"{r['finding']}-") + "</div>")
+                         + _html_jobs(r.get("top_jobs") or [], f"{r['finding']}-", advice=bool(r.get("site_advice")))
+                         + "</div>")
     else:
         parts.append("<p>No finding has an estimated cost: nothing to recover.</p>")
     # whom to contact

@@ -1,5 +1,5 @@
-"""Ctrl-C on `iodiag site ingest` (on a terminal, with a local Dask cluster): exit 130, one line saying what was
-kept, no traceback from Dask's shutdown; the next run resumes and ends with every log of the archive."""
+"""Ctrl-C on a terminal: `iodiag site ingest` (with a local Dask cluster) and `iodiag sweep run` exit 130 with one
+line saying what was kept, no traceback (none from Dask's shutdown either); the next run resumes from there."""
 
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ def test_ctrl_c_on_site_ingest_keeps_what_it_read(tmp_path):
                                     "--workers", "2"], env, after=re.compile(rb" [1-9][0-9]*/1500 "))
     assert code == 130, text[-3000:]
     assert "Traceback" not in text and "AssertionError" not in text and "Exception" not in text, text[-3000:]
-    lines = [ln for ln in _ANSI.sub(b"", text.encode()).decode().replace("\r", "\n").splitlines() if ln.startswith("iodiag")]
+    lines = [ln for ln in _ANSI.sub(b"", text.encode()).decode().replace("\r", "\n").replace("^C", "").splitlines()
+             if ln.startswith("iodiag")]
     assert len(lines) == 1 and lines[0].startswith("iodiag: interrupted:") and str(out) in lines[0], text[-3000:]
     assert "run the same command again" in lines[0]
     # the next run resumes: it reads only what the first left, and the dataset then holds every log
@@ -89,3 +90,46 @@ def test_ctrl_c_on_site_ingest_keeps_what_it_read(tmp_path):
     from iodiag.site import load_site
 
     assert len(load_site(out)["jobs"]) == len(arc.readable)
+
+
+SWEEP = """
+[sweep]
+name = "stop"
+workload = "gen"
+repetitions = 1
+launcher = "direct"
+
+[params]
+out = "{sweep_dir}/out-{run}.zarr"
+format = "zarr2"
+plev = 4
+lat = 91
+lon = 180
+
+[grid]
+time = [200, 201, 202, 203, 204, 205]
+"""
+
+
+def test_ctrl_c_on_sweep_run_keeps_the_runs_that_succeeded(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SWEEP)
+    sw = tmp_path / "sw"
+    env = cli_env({"COLUMNS": "100"})
+    argv = [sys.executable, "-m", "iodiag", "sweep", "run", str(spec), "--dir", str(sw)]
+    # Ctrl-C once the first run is done and the second has started
+    code, text = _interrupt_on_pty(argv, env, after=re.compile(rb"done .*exit 0.*\n.*start ", re.S))
+    plain = _ANSI.sub(b"", text.encode()).decode()
+    assert code == 130, plain[-3000:]
+    assert "Traceback" not in plain, plain[-3000:]
+    lines = [ln for ln in plain.replace("\r", "\n").replace("^C", "").splitlines() if ln.startswith("iodiag")]
+    assert len(lines) == 1 and lines[0].startswith("iodiag: interrupted:") and "runs that succeeded" in lines[0], plain
+    kept = int(lines[0].split("keeps the ")[1].split(" of ")[0])
+    succeeded = [d for d in (sw / "runs").iterdir() if (d / "SUCCESS").exists()]
+    assert kept == len(succeeded) >= 1
+    # the next run skips them
+    import json
+
+    again = run_cli("sweep", "run", str(spec), "--dir", str(sw), "--json", timeout=600)
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    assert len(json.loads(again.stdout)["skipped"]) == kept

@@ -101,6 +101,27 @@ def check_output(path, what: str, *, option: str | None = None) -> Path:
     return path
 
 
+def check_folder(path, what: str, *, option: str | None = None) -> Path:
+    """Refuse, before any work starts, a folder to create or fill that cannot be one: an existing file, a path
+    under a file, no write permission where it would be made.  Returns the path."""
+    from ..errors import UsageError
+
+    path = Path(path)
+    name = f"{option} {path}" if option else str(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{name}: is a file, not a folder for the {what}", hint="choose another path")
+    anc = path
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise UsageError(f"{name}: {anc} is a file, not a folder, so the {what} cannot be made under it",
+                         hint="choose a path whose folders are folders")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise UsageError(f"{name}: cannot write the {what} into {anc} (permission denied)",
+                         hint="choose a folder you can write to")
+    return path
+
+
 def check_positive(value, option: str, *, zero: bool = False) -> None:
     """A count given on the command line must be at least 1 (or 0 when ``zero``)."""
     from ..errors import UsageError

@@ -57,9 +57,12 @@ def _plan(spec_path: Path, sweep_dir: Optional[Path], yes: bool, config: Optiona
     from ..config import load_config
     from ..jobs.sweep import load_spec, make_plan
 
+    from .common import check_folder
+
     cfg = load_config(config)
     spec = load_spec(spec_path)
     sweep_dir = sweep_dir or Path("sweeps") / spec.name
+    check_folder(sweep_dir, "sweep folder", option="--dir")
     return make_plan(spec, sweep_dir=sweep_dir, max_runs=cfg.sweep.max_runs, yes=yes), cfg
 
 

@@ -370,11 +370,13 @@ def local_cluster(n_workers: int):
     import dask
     from distributed import LocalCluster
 
+    # silence_logs=CRITICAL: a worker that misses a heartbeat under load logs a traceback at ERROR level though the
+    # ingest goes on (a task that fails comes back to the driver, which records its logs as error rows)
     cluster = None
     try:
         with dask.config.set(QUIET_DASK), held_interrupts():  # read when the scheduler and the workers start
             cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0", silence_logs=logging.ERROR)
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
     except KeyboardInterrupt:  # typed while the workers started: stop them before saying so
         _quiet_interrupted(None, cluster)
         raise

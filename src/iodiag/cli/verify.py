@@ -74,7 +74,7 @@ def verify_cmd(
 
             raise Interrupted(f"interrupted after {done[0]} of {done[1] or 2 * reps} runs: nothing was kept (the speedup "
                               "and its band need every before/after pair)",
-                              hint="run it again; --reps 3 gives a quicker, wider band") from None
+                              hint="run it again (with fewer --reps it is quicker, its band wider)") from None
         finally:
             if bar:
                 bar[0].stop()

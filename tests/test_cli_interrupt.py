@@ -9,7 +9,6 @@ import re
 import select
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

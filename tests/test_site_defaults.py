@@ -221,8 +221,11 @@ def test_site_advice_after_long_advice_reaches_the_terminal(tmp_path):
     rules_text, site_text = advice.split(" Site advice (Cluster B): ")
     assert len(rules_text.split("; ")) >= 3, "the rules' advice has fewer than 3 parts now: pick another finding"
     assert site_text == "ask the I/O team for a striping review; see docs.example.org/stripes"
-    shown = " ".join(run_cli("report", log, "--no-color", env=env).stdout.decode().split())  # wherever lines wrap
+    text = run_cli("report", log, "--no-color", env=env).stdout.decode()
+    shown = " ".join(text.split())  # wherever lines wrap
     assert " ".join(advice.split()) in shown and "more in --json/--html" not in shown
+    # the site's advice starts a line of its own, under iodiag's (not glued onto its last sentence)
+    assert any(ln.strip().startswith("Site advice (Cluster B): ask the I/O team") for ln in text.splitlines()), text
 
 
 # -- bad input: one clear error each ----------------------------------------------------------------------------

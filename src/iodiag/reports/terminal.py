@@ -74,6 +74,15 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
     return f"worker {w['pid']} [{bar}] {w['tasks']:,} tasks · busy {100 * w['busy_s'] / cap:.0f} %{io_txt}"
 
 
+def _site_part(text: str) -> tuple[str, str | None]:
+    """A finding's recommendation split into iodiag's advice and the site config's (appended as "Site advice
+    (NAME): ..." by recommend/site.py), so that the terminal shows the site's on a line of its own."""
+    i = text.find(" Site advice")
+    if i < 0:
+        return (text, None) if not text.startswith("Site advice") else ("", text)
+    return text[:i].rstrip(), text[i + 1:]
+
+
 def _named(report: dict[str, Any], procs: list[int]) -> str:
     """Processes as "role pid" (e.g. "worker 17722") where the job knows them, else as indices."""
     by = {p["proc"]: p for p in report["job"].get("processes", [])}
@@ -166,7 +175,10 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
             if f.get("processes"):
                 line("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim", hang=8)
             # all of it: a part left out is advice the user never reads (site advice comes last)
-            line(f"      → {f['recommendation']}", hang=8)
+            advice, site = _site_part(f["recommendation"])
+            line(f"      → {advice}", hang=8)
+            if site:  # the site config's advice: its own line, after iodiag's
+                line(f"        {site}", hang=8)
     elif v["reads"] + v["writes"] + v["opens"] == 0:
         line("No I/O recorded in this job.", style="bold")
     else:

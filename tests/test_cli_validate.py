@@ -62,6 +62,9 @@ def test_site_ingest_names_the_real_problem(a_file, tmp_path):
     _refused(run_cli("site", "ingest", str(CORPUS), "--out", str(a_file / "s.parquet")), 2, str(a_file), "is a file, not a folder")
     _refused(run_cli("site", "ingest", str(CORPUS), "--out", str(a_file)), 2, "is a file, not a site dataset")
     _refused(run_cli("site", "ingest", str(CORPUS), "--out", str(tmp_path / "s"), "--workers", "-1"), 2, "--workers -1")
+    for opt, bad in (("--memory", "lots"), ("--walltime", "1 hour")):
+        _refused(run_cli("site", "ingest", str(CORPUS), "--out", str(tmp_path / "s"), "--cluster", "slurm", opt, bad),
+                 2, f"{opt} {bad}")
     assert not (tmp_path / "s").exists()
 
 

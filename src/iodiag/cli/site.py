@@ -75,6 +75,8 @@ def ingest_cmd(
 
         raise UsageError(f"--job-logs {job_logs}: is a file, not a folder", hint="give a folder for the worker jobs' output")
     check_dataset_path(out)
+    if cluster != "local":  # what the batch system would refuse only once the first worker job is submitted
+        _check_job_resources(memory, walltime)
     where_opts = dict(cluster=cluster, cluster_options=jobqueue_options(
         jobs=jobs, cores=cores, memory=memory, walltime=walltime, queue=queue, account=account,
         log_directory=str(job_logs) if job_logs else None))
@@ -117,6 +119,17 @@ def ingest_cmd(
         print(line)
     print("the report" + (" (damaged logs listed at its end)" if d["errors"] else "") + ":")
     print(f"  iodiag site report {out}")
+
+
+def _check_job_resources(memory: str, walltime: str) -> None:
+    import re
+
+    from ..errors import UsageError
+
+    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*([kKMGTP]i?B?|[kKMGTP]|B)?\s*", memory or ""):
+        raise UsageError(f"--memory {memory}: not an amount of memory", hint="e.g. --memory 4GiB or --memory 8GB")
+    if not re.fullmatch(r"(\d+-)?\d{1,3}(:\d{2}){0,2}", walltime or ""):
+        raise UsageError(f"--walltime {walltime}: not a wall time", hint="e.g. --walltime 01:30:00 (HH:MM:SS) or 2-00:00:00")
 
 
 @site_app.command("report")

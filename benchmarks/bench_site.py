@@ -11,7 +11,11 @@ peak memory is its own):
 * ``0``: in this process without Dask (``--workers 0``),
 * ``N``: on the LocalCluster that ``site ingest`` starts (``ingest.local_cluster``),
   N workers of 1 thread (cluster start-up excluded; the walk, the reads, the
-  detectors, the features and the parquet writes included).
+  detectors, the features and the parquet writes included);
+* ``slurmN``: on N Dask worker jobs of a single-node Slurm started here from
+  Debian's slurm-wlm (tests/slurm/cluster.py, root needed), through dask-jobqueue,
+  as ``site ingest --cluster slurm --jobs N`` does (job start-up excluded; the
+  worker jobs' processes are found by their command line for CPU and memory).
 
 CPU is that of the whole process tree (driver and scheduler, nannies, workers,
 the long-lived reader processes and any reader restarted after a damaged log:
@@ -24,6 +28,7 @@ largest reader process.
 
     python benchmarks/bench_site.py --logs 10000 [--workers 0,1,2] [--out benchmarks/results/site.md]
     python benchmarks/bench_site.py --archive /tmp/arc100k --workers 2
+    python benchmarks/bench_site.py --logs 10000 --workers 2,slurm2      # local cluster, then 2 Slurm worker jobs
 """
 
 from __future__ import annotations
@@ -96,12 +101,81 @@ def _warm(archive: str, in_reader: bool) -> None:
     process_units(units, config=Config(), run=0, in_reader=in_reader)
 
 
-def one(archive: Path, out: Path, workers: int) -> dict:
-    """One measured ingest (run in a fresh process by main)."""
+def _slurm_workers():
+    """The processes of the Dask worker jobs on the local Slurm (nanny, worker, reader processes): they are
+    slurmd's descendants, not ours, so they are found by their command line."""
+    import psutil
+
+    tops = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "distributed.cli.dask_worker" in cmd or "dask_worker" in cmd or "dask-worker" in cmd:
+            tops.append(p)
+    seen, out = set(), []
+    for p in tops:
+        for q in [p, *p.children(recursive=True)]:
+            if q.pid not in seen:
+                seen.add(q.pid)
+                out.append(q)
+    return out
+
+
+def slurm_cpu() -> float:
+    """CPU seconds of this process tree plus the worker jobs' processes (live, and the children they reaped)."""
+    import psutil
+
+    total = tree_cpu()
+    for p in _slurm_workers():
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def slurm_peaks() -> dict[str, float]:
+    import psutil
+
+    out = tree_peaks()
+    for p in _slurm_workers():
+        try:
+            cmd = " ".join(p.cmdline())
+            with open(f"/proc/{p.pid}/status") as fh:
+                hwm = next((int(ln.split()[1]) / 1024 for ln in fh if ln.startswith("VmHWM:")), 0.0)
+        except (psutil.Error, OSError):
+            continue
+        kind = "reader_mib" if "_serve" in cmd or "isolate" in cmd else "worker_mib"
+        out[kind] = max(out[kind], hwm)
+    return out
+
+
+def one(archive: Path, out: Path, workers) -> dict:
+    """One measured ingest (run in a fresh process by main); ``workers`` 0, N or "slurmN" (N worker jobs of the
+    local Slurm that main started, through dask-jobqueue: what `site ingest --cluster slurm --jobs N` does)."""
     from iodiag.site import ingest_archive
 
     shutil.rmtree(out, ignore_errors=True)
-    if workers == 0:
+    if isinstance(workers, str) and workers.startswith("slurm"):
+        from distributed import Client
+
+        from iodiag.config import Config
+        from iodiag.jobqueue import wait_for_workers
+        from iodiag.site.ingest import _jobqueue_cluster, jobqueue_options
+
+        n = int(workers[len("slurm"):])
+        opts = jobqueue_options(jobs=n, memory="2GiB", walltime="00:30:00", log_directory=str(out.parent / "worker-logs"))
+        cluster, opts = _jobqueue_cluster("slurm", Config(), opts)
+        with cluster, Client(cluster) as client:
+            wait_for_workers(client, cluster, "slurm", jobs=n, timeout_s=300)
+            c0 = slurm_cpu()
+            client.gather([client.submit(_warm, str(archive), True, workers=[a], allow_other_workers=False, pure=False)
+                           for a in client.scheduler_info()["workers"]])
+            c1, t0 = slurm_cpu(), time.perf_counter()
+            s = ingest_archive(archive, out, client=client)
+            wall, cpu = time.perf_counter() - t0, slurm_cpu() - c1
+            peaks = slurm_peaks()
+    elif workers == 0:
         c0 = tree_cpu()
         _warm(str(archive), in_reader=False)  # --workers 0 builds and diagnoses in this process
         c1, t0 = tree_cpu(), time.perf_counter()
@@ -137,11 +211,21 @@ def main() -> int:
     ap.add_argument("--one", nargs=3, metavar=("ARCHIVE", "OUT", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(Path(args.one[0]), Path(args.one[1]), int(args.one[2]))))
+        mode = args.one[2]
+        print(json.dumps(one(Path(args.one[0]), Path(args.one[1]), mode if mode.startswith("slurm") else int(mode))))
         return 0
     load0 = os.getloadavg()
+    modes = args.workers.split(",")
+    slurm = None
+    env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="iodiag-bench-site-") as td:
         tmp = Path(td)
+        if any(m.startswith("slurm") for m in modes):  # Debian's slurm-wlm, one node, started here (tests/slurm)
+            from slurm.cluster import LocalSlurm, ensure_packages
+
+            ensure_packages(allow_apt=False)
+            slurm = LocalSlurm(tmp / "slurm").start()
+            env["SLURM_CONF"] = str(slurm.conf)
         if args.archive:
             root = args.archive.resolve()
             from iodiag.site.walk import count_logs
@@ -154,14 +238,18 @@ def main() -> int:
             root, n_logs = arc.root, args.logs
             what = f"built here ({len(arc.readable)} readable hard links to the corpus mix, {len(arc.damaged)} damaged)"
         rows = []
-        for w in (int(x) for x in args.workers.split(",")):
-            p = subprocess.run([sys.executable, __file__, "--one", str(root), str(tmp / f"site-{w}.parquet"), str(w)],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                sys.stderr.write(p.stderr)
-                return 1
-            rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
-            print(rows[-1], flush=True)
+        try:
+            for w in modes:
+                p = subprocess.run([sys.executable, __file__, "--one", str(root), str(tmp / f"site-{w}.parquet"), w],
+                                   capture_output=True, text=True, env=env)
+                if p.returncode != 0:
+                    sys.stderr.write(p.stderr)
+                    return 1
+                rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
+                print(rows[-1], flush=True)
+        finally:
+            if slurm is not None:
+                slurm.stop()
     load1 = os.getloadavg()
     lines = [
         f"Command: `python benchmarks/bench_site.py {' '.join(sys.argv[1:])}`  ",

@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -34,6 +35,8 @@ HERE = DOCS / "site-defaults"
 SWEEPS = HERE / "sweeps"
 USER_LOG = "dxt-explorer/sample/jeanbez_8_benchmark_parallel_id45195555_8-6-50011-11681279140261054765_1628283217.darshan"
 SITE_NAME = "Example site"
+SERIAL_LOG = "darshan/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan"  # one process, POSIX reads
+SERIAL_FINDING = "random-access"
 
 
 def iodiag(*args: str, check: bool = True, env: dict | None = None) -> str:
@@ -135,6 +138,9 @@ def main() -> None:
     after = iodiag("report", log, "--no-color", "--site-config", str(toml))
     jb = json.loads(iodiag("report", log, "--json"))
     ja = json.loads(iodiag("report", log, "--json", "--site-config", str(toml)))
+    serial = str(REPO.parent / "shared" / "darshan-logs" / SERIAL_LOG)
+    serial_json = json.loads(iodiag("report", serial, "--json", "--site-config", str(toml)))
+    serial_rec = next(f["recommendation"] for f in serial_json["findings"] if f["id"] == SERIAL_FINDING)
     fb = {f["id"]: f for f in jb["findings"]}
     fa = {f["id"]: f for f in ja["findings"]}
 
@@ -143,7 +149,7 @@ def main() -> None:
         j = text.index(stop, i) if stop and stop in text[i:] else len(text)
         return text[i:j]
 
-    report_head = cut(site_text, "What to change", "Executables to look at first")
+    report_head = cut(site_text, "What to change", "  3. ")  # the ranking and its first two recommendations
     t_read, t_conv = res["tunables"]
     mix = t_read["mix"]
     doc = TEMPLATE.format(
@@ -160,6 +166,8 @@ def main() -> None:
         report_head=block(report_head),
         user_before=block(finding_lines(before, "small-io")), user_after=block(finding_lines(after, "small-io")),
         sev_before=fb["small-io"]["severity"], sev_after=fa["small-io"]["severity"], user_log_name="jeanbez_8_benchmark_parallel_id45195555_….darshan",
+        serial_log_name=os.path.basename(SERIAL_LOG), serial_fid=SERIAL_FINDING,
+        serial_after=block(textwrap.fill(serial_rec, 116)),
     )
     a.out.write_text(doc)
     print(f"wrote {a.out} and {toml}; HTML site report: {work / 'site-report.html'}")
@@ -278,9 +286,16 @@ other section of the iodiag config can be added to set site thresholds (`[severi
 `iodiag report {user_log_name}` without a site config (the small-io finding, severity {sev_before}):
 
 {user_before}
-with `--site-config docs/site-defaults/site.toml` (severity {sev_after}; the site's advice appended):
+with `--site-config docs/site-defaults/site.toml` (severity {sev_after}). The site's read-layout advice is **not**
+appended: it is scoped to jobs reading through POSIX without MPI-IO (`[site.advice_scope]`), and this job reads an
+HDF5 file through MPI-IO, where a NetCDF layout measured by serial xarray reads says nothing:
 
 {user_after}
+A serial reader's report does get it, as its own sentence after the finding's advice (`iodiag report
+{serial_log_name} --site-config docs/site-defaults/site.toml --json`, the `recommendation` of its {serial_fid}
+finding):
+
+{serial_after}
 A site threshold changes severities the same way (`tests/test_site_defaults.py`: `[severity] high = 0.1` turns this
 job's small-io finding, 14 % of its run time, from medium to high).
 
@@ -289,14 +304,18 @@ job's small-io finding, 14 % of its run time, from medium to high).
 `iodiag site report DATASET --site-config site.toml` ranks findings by **recoverable core-hours**: for each affected
 job, the share of its run time the finding costs (`est_cost_s / runtime_s`) times the job's core-hours, at most the
 core-hours it spent in I/O (a job's findings together are capped the same way in the per-user totals). Each
-recommendation says what to change (iodiag's advice to admins), what users' reports are told about it (the site
-config's advice, when it has some for that finding) and whom it costs most; users and executables are ranked the same way, each with the finding that costs
-them most. Op sizes read as sizes (`≤ 100 B`, `100 KiB – 1 MiB`, `> 1 GiB`). The first sections of the text report:
+recommendation says what to change (iodiag's advice to admins); the site config's advice on its own line, in the
+words users' reports show, with the jobs it is for (`[site.advice_scope]`: the read layout measured by a read sweep
+is for jobs reading through POSIX without MPI-IO, so an HDF5 MPI-IO job neither gets it in its report nor counts
+here); whom to contact and which programs (each list adds up to the finding's core-hours, with an "others" entry);
+and the jobs behind it, costliest first, each with the `iodiag report` command that diagnoses that job alone.
+Users and executables are ranked the same way, each with the finding that costs them most. Op sizes read as sizes
+(`≤ 100 B`, `100 KiB – 1 MiB`, `> 1 GiB`). The ranking and the first two recommendations of the text report:
 
 {report_head}
 `--html PATH` writes the same as one self-contained page (inline CSS and SVG, no script): headline figures, a bar
-chart of recoverable core-hours per finding, the recommendations as cards, whom to contact, op sizes and files per
-job as charts, then the full tables. `tests/test_site_report.py` checks every figure against the job table.
+chart of recoverable core-hours per finding, the recommendations as cards (each job id links to its report
+command), whom to contact, op sizes and files per job as charts, then the full tables. `tests/test_site_report.py` checks every figure against the job table.
 """
 
 if __name__ == "__main__":

@@ -108,13 +108,35 @@ def test_jobs_cli_lists_table_and_json(tmp_path):
     b.update(status="partial", partial=True, exit_code=None, signal_name="SIGKILL", command=["python", "second.py"])
     out = run_cli("jobs", "--json", env={"IODIAG_HOME": str(tmp_path)})
     assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "iodiag.jobs/1" and doc["damaged"] == []
+    rows = doc["jobs"]
     assert [r["id"] for r in rows] == [b.id, a.id]
     assert rows[0]["status"] == "partial" and rows[0]["signal"] == "SIGKILL"
     assert rows[1]["status"] == "complete" and rows[1]["exit_code"] == 0
     table = run_cli("jobs", "--store", str(tmp_path), env={"IODIAG_HOME": str(tmp_path / "other")})
     assert table.returncode == 0
-    lines = table.stdout.decode().splitlines()
-    assert lines[0].startswith("job id") and lines[1].startswith(b.id) and lines[2].startswith(a.id)
+    lines = [ln.strip() for ln in table.stdout.decode().splitlines()]
+    assert lines[0].startswith("job id") and lines[2].startswith(b.id) and lines[3].startswith(a.id)
     empty = run_cli("jobs", env={"IODIAG_HOME": str(tmp_path / "none")})
     assert empty.returncode == 0 and b"no jobs in" in empty.stderr
+
+
+def test_damaged_record_is_named_not_missing(tmp_path):
+    """A job whose job.json is damaged is reported as damaged (with its path), not as "no job"; `iodiag jobs` says
+    it skipped it, and --json lists it under `damaged`."""
+    good = store.create_job(name="good", root=tmp_path, when=1_700_000_000)
+    good.update(status="complete", exit_code=0)
+    bad = store.create_job(name="broken", root=tmp_path, when=1_700_000_100)
+    (bad.folder / "job.json").write_text('{"id": "' + bad.id + '", "status": "comp')  # cut short
+    env = {"IODIAG_HOME": str(tmp_path)}
+    rep = run_cli("report", bad.id[:-2], env=env)
+    err = rep.stderr.decode()
+    assert rep.returncode == 9 and "not valid JSON" in err and str(bad.folder / "job.json") in err, err
+    assert "Traceback" not in err
+    listing = run_cli("jobs", env=env)
+    assert listing.returncode == 0 and good.id in listing.stdout.decode()
+    assert "damaged job record" in listing.stderr.decode() and bad.id in listing.stderr.decode()
+    doc = json.loads(run_cli("jobs", "--json", env=env).stdout)
+    assert [j["id"] for j in doc["jobs"]] == [good.id]
+    assert len(doc["damaged"]) == 1 and bad.id in doc["damaged"][0]["path"]

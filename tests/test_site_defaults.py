@@ -10,6 +10,7 @@ sweep cannot be measured; its numbers are made up to be checked by hand and are 
 from __future__ import annotations
 
 import json
+import shlex
 import math
 from pathlib import Path
 
@@ -220,8 +221,11 @@ def test_site_advice_after_long_advice_reaches_the_terminal(tmp_path):
     rules_text, site_text = advice.split(" Site advice (Cluster B): ")
     assert len(rules_text.split("; ")) >= 3, "the rules' advice has fewer than 3 parts now: pick another finding"
     assert site_text == "ask the I/O team for a striping review; see docs.example.org/stripes"
-    shown = " ".join(run_cli("report", log, "--no-color", env=env).stdout.decode().split())  # wherever lines wrap
+    text = run_cli("report", log, "--no-color", env=env).stdout.decode()
+    shown = " ".join(text.split())  # wherever lines wrap
     assert " ".join(advice.split()) in shown and "more in --json/--html" not in shown
+    # the site's advice starts a line of its own, under iodiag's (not glued onto its last sentence)
+    assert any(ln.strip().startswith("Site advice (Cluster B): ask the I/O team") for ln in text.splitlines()), text
 
 
 # -- bad input: one clear error each ----------------------------------------------------------------------------
@@ -285,5 +289,21 @@ def test_cli_writes_toml_and_report_uses_it(site, tmp_path):
     rep = run_cli("site", "report", str(site), "--json", "--site-config", str(toml))
     recs = json.loads(rep.stdout)["recommendations"]
     told = {r["finding"]: r["site_advice"] for r in recs}
-    assert told["small-io"].startswith("Site advice (Corpus): read_layout default here:") and all(r["action"] for r in recs)
+    # in a user's words (no tunable names), and only for the jobs its sweep stands for: serial POSIX readers
+    assert told["small-io"].startswith("Site advice (Corpus): Data read here is read fastest when stored as")
+    assert "read_layout" not in told["small-io"] and all(r["action"] for r in recs)
     assert any(v is None for v in told.values())  # findings the site config says nothing about
+    small = next(r for r in recs if r["finding"] == "small-io")
+    assert small["site_advice_scope"] == "serial-read" and 0 < small["site_advice_jobs"] <= small["jobs"]
+    from iodiag.site import load_site
+
+    jobs = load_site(site)["jobs"].set_index("job_key")
+    for j in small["top_jobs"]:  # the advice is marked for a job exactly when it reads through POSIX without MPI-IO
+        row = jobs.loc[j["job_key"]]
+        assert j["site_advice_applies"] == bool(row["posix_reads"] > 0 and not row["uses_mpiio"]), j
+    assert any(j["site_advice_applies"] is False for r in recs for j in r["top_jobs"] if r["site_advice"])
+    # the per-job report agrees: an MPI-IO job's report does not carry the serial readers' advice
+    mpi = next(j for r in recs for j in r["top_jobs"] if r["finding"] == "small-io" and j["site_advice_applies"] is False)
+    cmd = shlex.split(mpi["report_command"])[2:]
+    per_job = json.loads(run_cli("report", *cmd, "--json", "--site-config", str(toml)).stdout)
+    assert per_job["findings"] and not any("Site advice" in f["recommendation"] for f in per_job["findings"])

@@ -233,3 +233,45 @@ def test_html_in_chromium(site, tmp_path, browser):  # noqa: F811 (browser is a 
     text = r["text"]
     assert text.index("What to change, by recoverable") < text.index("Whom to contact first") < text.index("Findings: prevalence")
     assert rep["recommendations"][0]["finding"] in text and "> 1 GiB" in text and "1G_PLUS" not in text
+
+
+def test_admin_can_follow_up_each_recommendation(site, tmp_path):
+    """Each recommendation names its jobs (id, user, program, recoverable core-hours) with the command that reports
+    each alone; users and programs partition the finding's recoverable core-hours; the command works."""
+    import json
+    import shlex
+
+    from conftest import run_cli
+
+    rep = site_report(site)
+    assert rep["schema"] == "iodiag.site-report/1"
+    jobs = load_site(site)["jobs"].set_index("job_key")
+    assert rep["recommendations"]
+    for r in rep["recommendations"]:
+        total = r["recoverable_core_hours"]
+        assert sum(u["recoverable_core_hours"] for u in r["users"]) == pytest.approx(total, rel=1e-9)
+        assert sum(e["recoverable_core_hours"] for e in r["executables"]) == pytest.approx(total, rel=1e-9)
+        assert r["top_jobs"] and len(r["top_jobs"]) <= min(r["jobs"], 5)
+        rec = [j["recoverable_core_hours"] for j in r["top_jobs"]]
+        assert rec == sorted(rec, reverse=True) and sum(rec) <= total * (1 + 1e-9)
+        for j in r["top_jobs"]:
+            row = jobs.loc[j["job_key"]]
+            assert j["job_id"] == str(row["job_id"]) and j["user"] == (str(row["user"]) or "?")
+            assert j["report_command"].startswith("iodiag report ")
+    # the top jobs over all findings, each with its findings and command
+    top = rep["top_jobs"]
+    assert top and all(t["findings"] and t["report_command"] for t in top)
+    assert sum(t["recoverable_core_hours"] for t in top) <= rep["overview"]["recoverable_core_hours"] * (1 + 1e-9)
+    # the command reports that very job
+    first = top[0]
+    res = run_cli(*shlex.split(first["report_command"])[1:], "--json")
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    assert json.loads(res.stdout)["job"]["id"] == first["job_id"]
+    # text (80 columns): the job ids and their commands are there; HTML links each job to its command
+    text = render_text(rep, width=80)
+    assert first["job_id"] in text and first["report_command"] in text
+    for ln in text.splitlines():
+        assert len(ln) <= 80 or ln.strip().startswith("iodiag report "), ln
+    page = render_html(rep)
+    assert f"<a href='#cmd-top-0'>{first['job_id']}</a>" in page and "id='cmd-top-0'" in page
+    assert json.loads(render_json(rep))["top_jobs"][0]["job_id"] == first["job_id"]

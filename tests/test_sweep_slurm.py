@@ -141,7 +141,7 @@ def test_sweep_through_slurm_with_chain_failure_and_resume(slurm, tmp_path):
 
     p = _cli(slurm, "sweep", "collect", str(sweep), "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    rows = json.loads(p.stdout)
+    rows = json.loads(p.stdout)["rows"]
     assert {r["status"] for r in rows} == {"succeeded"} and len({r["run"] for r in rows}) == 4
     assert {r["scheduler_job_id"] for r in rows} == {*(ids[r] for r in runs[:3]), again["job_ids"][runs[3]]}
 

@@ -85,4 +85,4 @@ def test_weak_sweep_runs_are_jobs_and_are_diagnosed(tmp_path):
     page = (sweep / "weak_loss.html").read_text()
     assert "<svg" in page and "loss by component at 2 workers" in page
     jobs = _cli("jobs", "--json", cwd=tmp_path, env=env)
-    assert len([j for j in json.loads(jobs.stdout) if "convert" in j["id"]]) == 2
+    assert len([j for j in json.loads(jobs.stdout)["jobs"] if "convert" in j["id"]]) == 2

@@ -138,6 +138,7 @@ class Site:
     name: str | None = None  # the site's name, shown with its advice
     defaults: dict[str, str] = field(default_factory=dict)  # tunable -> the site-wide default setting
     advice: dict[str, str] = field(default_factory=dict)  # finding id -> site-specific advice appended to its recommendation
+    advice_scope: dict[str, str] = field(default_factory=dict)  # finding id -> the jobs its advice is for (serial-read, serial-write)
     rules: tuple[str, ...] = ()  # rules for users that beat the default ("if ...: setting")
 
 

@@ -87,3 +87,9 @@ class ModelUnusable(IodiagError):
     """A recommender model file is missing, untrained, stale or of another schema (the hint says how to retrain)."""
 
     exit_code = 11
+
+
+class Interrupted(IodiagError):
+    """The user interrupted the command (Ctrl-C); the message says what was kept and how to go on."""
+
+    exit_code = 130

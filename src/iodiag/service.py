@@ -118,7 +118,7 @@ def advise_profile(*, profile: JobProfile, config: Config, home: Path | None = N
     from .recommend.site import apply_site_advice
 
     # the site config's advice (iodiag site defaults) joins the rules' text of the findings it concerns
-    return Advice(profile, apply_site_advice(reconcile(findings, recs), config), recs, params, workload, record)
+    return Advice(profile, apply_site_advice(reconcile(findings, recs), config, profile), recs, params, workload, record)
 
 
 def parse_sets(items: list[str] | tuple[str, ...], cmd=None) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable, NoReturn
 
-from ..errors import AmbiguousInput, IodiagError
+from ..errors import AmbiguousInput, IodiagError, Interrupted
 
 
 def warm_allocator() -> None:
@@ -32,19 +32,103 @@ def warm_allocator() -> None:
 
 
 def terminal_columns(default: int = 100) -> int:
-    """The terminal's width: $COLUMNS when set, else stdout's terminal, else ``default`` (what
-    ``shutil.get_terminal_size`` gives, without importing shutil and what it pulls in)."""
+    """The terminal's width: $COLUMNS when set, else the terminal of stdout, stderr or stdin (in that order), else
+    ``default`` (``shutil.get_terminal_size`` without importing shutil, and looking past a piped stdout)."""
     try:
         cols = int(os.environ.get("COLUMNS", "0"))
     except ValueError:
         cols = 0
     if cols > 0:
         return cols
+    # stdout's terminal, else stderr's or stdin's: `iodiag ... | less` is read in the terminal stderr still shows
+    for stream in (sys.__stdout__, sys.__stderr__, sys.__stdin__):
+        try:
+            cols = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            cols = 0
+        if cols > 0:
+            return cols
+    return default
+
+
+def terminal_width() -> int:
+    """The width every command's text is laid out for: the terminal's (or $COLUMNS), 60 to 160 cells."""
+    return max(60, min(terminal_columns(), 160))
+
+
+def use_color(flag: bool | None = None, stream=None) -> bool:
+    """Colour or not: --color/--no-color when given, else only on a terminal, without $NO_COLOR (no-color.org)
+    and not on a dumb terminal."""
+    if flag is not None:
+        return bool(flag)
+    stream = stream or sys.stdout
     try:
-        cols = os.get_terminal_size(sys.__stdout__.fileno()).columns
-    except (AttributeError, ValueError, OSError):
-        cols = 0
-    return cols if cols > 0 else default
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def rich_console(*, stderr: bool = False, color: bool | None = None):
+    """A rich Console that keeps to the same rules: $NO_COLOR, --no-color, and the width of ``terminal_width``."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    on = use_color(color, stream)
+    return Console(stderr=stderr, highlight=False, no_color=not on, color_system="auto" if on else None,
+                   width=terminal_width() if not stream.isatty() else None)
+
+
+def check_output(path, what: str, *, option: str | None = None) -> Path:
+    """Refuse, before any work starts, an output path that cannot be written: a folder where a file goes, a file
+    where a folder should be, a folder without write permission.  Returns the path.  (The folders it needs may
+    not exist yet: the nearest existing one must be a writable folder.)"""
+    from ..errors import UsageError
+
+    path = Path(path)
+    name = f"{option} {path}" if option else str(path)
+    if path.is_dir():
+        raise UsageError(f"{name}: is a folder, not a file for the {what}", hint="give a file name (e.g. inside that folder)")
+    anc = path.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise UsageError(f"{name}: {anc} is a file, not a folder, so the {what} cannot be written under it",
+                         hint="choose a path whose folders are folders")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise UsageError(f"{name}: cannot write the {what} into {anc} (permission denied)",
+                         hint="choose a folder you can write to")
+    return path
+
+
+def check_folder(path, what: str, *, option: str | None = None) -> Path:
+    """Refuse, before any work starts, a folder to create or fill that cannot be one: an existing file, a path
+    under a file, no write permission where it would be made.  Returns the path."""
+    from ..errors import UsageError
+
+    path = Path(path)
+    name = f"{option} {path}" if option else str(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{name}: is a file, not a folder for the {what}", hint="choose another path")
+    anc = path
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if anc.exists() and not anc.is_dir():
+        raise UsageError(f"{name}: {anc} is a file, not a folder, so the {what} cannot be made under it",
+                         hint="choose a path whose folders are folders")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise UsageError(f"{name}: cannot write the {what} into {anc} (permission denied)",
+                         hint="choose a folder you can write to")
+    return path
+
+
+def check_positive(value, option: str, *, zero: bool = False) -> None:
+    """A count given on the command line must be at least 1 (or 0 when ``zero``)."""
+    from ..errors import UsageError
+
+    if value is not None and value < (0 if zero else 1):
+        raise UsageError(f"{option} {value}: must be {'0 or more' if zero else 'at least 1'}",
+                         hint=f"give {option} a {'non-negative' if zero else 'positive'} whole number")
 
 
 def fail(message: str, *, hint: str | None = None, code: int = 1) -> NoReturn:
@@ -91,13 +175,16 @@ def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInpu
         if json_errors:
             _json_error(exc.exit_code, exc.message, exc.hint)
         raise SystemExit(exc.exit_code) from None
+    except Interrupted as exc:  # Ctrl-C, after the command kept what it could: one line, what was kept
+        print(f"iodiag: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
     except IodiagError as exc:
         print(f"iodiag: error: {exc}", file=sys.stderr)
         if json_errors:
             _json_error(exc.exit_code, exc.message, exc.hint)
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
-        print("iodiag: interrupted", file=sys.stderr)
+        print("iodiag: interrupted (nothing was kept)", file=sys.stderr)
         raise SystemExit(130) from None
     except BrokenPipeError:
         # stdout closed early (e.g. piped into head): not an error of ours
@@ -129,15 +216,21 @@ def run_guarded(fn: Callable[[], None], *, on_ambiguous: Callable[[AmbiguousInpu
         raise SystemExit(1) from None
 
 
-def guarded(fn):
-    """A typer command whose body runs under ``run_guarded`` (``json_out=True`` in its arguments: errors as JSON)."""
+def guarded(fn=None, *, schema: str | None = None):
+    """A typer command whose body runs under ``run_guarded``; with ``json_out=True`` or ``as_json=True`` in its
+    arguments its errors are also printed as JSON, under ``schema`` (``@guarded(schema="iodiag.sweep/1")``;
+    plain ``@guarded``: iodiag.report/1)."""
     import functools
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        run_guarded(lambda: fn(*args, **kwargs), json_errors=bool(kwargs.get("json_out")))
+    def wrap(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            as_json = bool(kwargs.get("json_out") or kwargs.get("as_json"))
+            run_guarded(lambda: fn(*args, **kwargs), json_errors=(schema or True) if as_json else False)
 
-    return wrapper
+        return wrapper
+
+    return wrap(fn) if fn is not None else wrap
 
 
 # optional dependency -> the extra of pyproject.toml that installs it
@@ -150,6 +243,13 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     """Write via a temporary file in the same folder and rename: never a half-written file."""
     path = Path(path)
     try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a folder, not a file")
+        anc = path.parent
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent
+        if anc.exists() and not anc.is_dir():
+            raise NotADirectoryError(20, f"{anc} is a file, not a folder")
         path.parent.mkdir(parents=True, exist_ok=True)
         import tempfile  # (only when writing: ~3 ms of imports a report to stdout does without)
 
@@ -231,9 +331,16 @@ def _print_choices(exc: AmbiguousInput) -> None:
         if len(exc.choices) > 50:
             print(f"  … {len(exc.choices) - 50} more (iodiag jobs)", file=sys.stderr)
         return
-    print(f"iodiag: {exc.message}:", file=sys.stderr)
-    print(f"  {'job id':<14} {'processes':>9}  {'start (UTC)':<20} executables", file=sys.stderr)
+    from ..reports.textout import Col, plain_table, wrap_plain
+
+    for line in wrap_plain(f"iodiag: {exc.message}:", terminal_width(), hang=2):
+        print(line, file=sys.stderr)
+    rows = []
     for c in exc.choices:
-        start = datetime.fromtimestamp(c.start_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if c.start_s else "?"
-        bad = f"  ({len(c.unreadable)} unreadable)" if c.unreadable else ""
-        print(f"  {c.job_id:<14} {c.processes:>9}  {start:<20} {', '.join(c.exes) or '?'}{bad}", file=sys.stderr)
+        start = datetime.fromtimestamp(c.start_s, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") if c.start_s else "?"
+        exes = ", ".join(e.rsplit("/", 1)[-1] for e in c.exes) or "?"  # program names: the paths are in the report
+        rows.append([c.job_id, str(c.processes), start, exes, str(len(c.unreadable)) if c.unreadable else "-"])
+    for line in plain_table(["job id", "processes", "start (UTC)", "programs", "unreadable"], rows,
+                            width=terminal_width(), right=[False, True, False, False, True],
+                            specs=[Col(), Col(2), Col(3), Col(1, cut="middle", min=16), Col(4)], indent=2):
+        print(line, file=sys.stderr)

@@ -76,6 +76,10 @@ def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree, job_a=No
         if pick is not None and not Path(target).is_dir():
             raise UsageError(f"--job-{side} {pick}: {side.upper()} ({target}) is not a folder of logs",
                              hint=f"--job-{side} picks a job inside a folder holding several jobs")
+    if html is not None:
+        from .common import check_output
+
+        check_output(html, "HTML comparison", option="--html")
     cfg = load_config(config_file)
     profs = []
     for target, side, pick in ((a, "a", job_a), (b, "b", job_b)):
@@ -101,4 +105,6 @@ def _compare(*, a, b, json_out, html, obfuscate, config_file, log_tree, job_a=No
     if json_out:
         sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
     else:
-        sys.stdout.write(render_compare_text(result))
+        from .common import terminal_width
+
+        sys.stdout.write(render_compare_text(result, width=terminal_width()))

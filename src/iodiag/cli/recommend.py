@@ -54,10 +54,18 @@ def train_cmd(sweeps: Optional[List[Path]] = typer.Argument(None, help="sweep fo
       iodiag recommend train --table src/iodiag/recommend/data/training.csv --out src/iodiag/recommend/data/model.json
     """
     from ..recommend.train import train_command
+    from .common import check_output
 
+    check_output(out, "model", option="--out")
+    if table_out is not None:
+        check_output(table_out, "training table", option="--table-out")
+    if not 1 <= max_depth <= 4:
+        from ..errors import UsageError
+
+        raise UsageError(f"--max-depth {max_depth}: must be 1 to 4 (trees are kept readable)", hint="use --max-depth 4 or less")
     model, used = train_command(sweeps=sweeps or (), table=table, out=out, table_out=table_out,
                                 max_depth=max_depth)
-    summary = {"model": str(out), "table": str(used), "trained_on": model["trained_on"],
+    summary = {"schema": "iodiag.recommend-train/1", "model": str(out), "table": str(used), "trained_on": model["trained_on"],
                "workloads": {wl: {k: d[k] for k in ("scenarios", "runs", "cv_log_mae")} | {
                    "settings": sorted(d["candidates"])} for wl, d in model["workloads"].items()}}
     if json_out:
@@ -79,8 +87,10 @@ def train_cmd(sweeps: Optional[List[Path]] = typer.Argument(None, help="sweep fo
 def evaluate_cmd(table: Optional[Path] = typer.Option(None, "--table", help="training table (default: the shipped "
                                                       "one, src/iodiag/recommend/data/training.csv)"),
                  markdown: Optional[Path] = typer.Option(None, "--markdown", help="write the tables to this "
-                                                         "Markdown file instead of printing them"),
-                 max_depth: int = DepthOpt) -> None:
+                                                         "Markdown file (for the docs) instead of printing them"),
+                 max_depth: int = DepthOpt,
+                 color: Optional[bool] = typer.Option(None, "--color/--no-color", help="colour the output (default: "
+                                                      "on a terminal, unless $NO_COLOR is set)")) -> None:
     """Kunkel's comparison: every single default vs the tree vs the best per scenario (arithmetic, geometric and
     harmonic means of relative performance; the tree's regret), the tree's choices held out by scenario, access
     pattern and array scale.
@@ -93,10 +103,16 @@ def evaluate_cmd(table: Optional[Path] = typer.Option(None, "--table", help="tra
     """
     from ..recommend.train import SHIPPED_TABLE, evaluate_files
 
+    from ..reports.textout import markdown_text
+    from .common import check_output, terminal_width, use_color
+
+    if markdown is not None:
+        check_output(markdown, "Markdown tables", option="--markdown")
     src = table or SHIPPED_TABLE
     shown = "src/iodiag/recommend/data/training.csv" if table is None else str(table)
     _, text = evaluate_files(table=src, markdown=markdown, max_depth=max_depth, shown_path=shown)
     if markdown:
         typer.echo(f"wrote {markdown}", err=True)
-    else:
-        typer.echo(text)
+    else:  # the same tables, laid out for the terminal (the Markdown is for the docs: --markdown)
+        keep = ("harmonic", "regret (a / g / h)", "best setting", "advice", "measured in the table")
+        typer.echo(markdown_text(text, width=terminal_width(), color=use_color(color), keep=keep), nl=False)

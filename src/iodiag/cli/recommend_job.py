@@ -10,7 +10,6 @@ routes any first word that is not one of its subcommands to a hidden ``job`` sub
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Optional
@@ -37,11 +36,17 @@ RECOMMEND_HELP = (
 
 def recommend_job(target: str, *, json_out: bool = False, model: Optional[Path] = None,
                   config_file: Optional[Path] = None, log_tree: Optional[str] = None, job: Optional[str] = None,
-                  take_all: bool = False) -> None:
+                  take_all: bool = False, color: Optional[bool] = None) -> None:
     """The body of `iodiag recommend TARGET` (prints; errors become one line and an exit code)."""
 
     def body() -> None:
         from ..config import load_config
+        from .common import terminal_width, use_color
+
+        if job and take_all:
+            from ..errors import UsageError
+
+            raise UsageError(f"--job {job} and --all contradict each other", hint="give one of them")
         from ..reports.advice import render_recommendations
         from ..service import advise_profile
 
@@ -58,9 +63,8 @@ def recommend_job(target: str, *, json_out: bool = False, model: Optional[Path] 
                    else "measured features only", "findings": findings, "recommendations": recs}
             sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
             return
-        width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))
         sys.stdout.write(render_recommendations(recs, job=prof.job.job_id, findings=findings, params=adv.params,
-                                                color=sys.stdout.isatty(), width=width))
+                                                color=use_color(color), width=terminal_width()))
 
     run_guarded(body, on_ambiguous=_print_choices, json_errors="iodiag.recommend/1" if json_out else False)
 
@@ -89,6 +93,7 @@ def _job_command(
     log_tree: Optional[str] = typer.Option(None, "--log-tree", help="Site archive root laid out as YYYY/M/D/ (or $IODIAG_LOG_TREE)."),
     job: Optional[str] = typer.Option(None, "--job", help="When a folder holds several jobs: the job id."),
     take_all: bool = typer.Option(False, "--all", help="When a folder holds several jobs: all its logs as one job."),
+    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Colour the output (default: on a terminal, unless $NO_COLOR is set)."),
 ) -> None:
     recommend_job(target, json_out=json_out, model=model, config_file=config_file, log_tree=log_tree, job=job,
-                  take_all=take_all)
+                  take_all=take_all, color=color)

@@ -8,6 +8,7 @@ from .common import atomic_write, build_profile_for, terminal_columns, warm_allo
 
 
 def _report(*, target, json_out, json_file, html, html_path, config_file, site_config, mute, log_tree, job, take_all, obfuscate, color) -> None:
+    _check_args(job=job, take_all=take_all, json_file=json_file, html_path=html_path)
     pre = _prefetch(target, job=job, take_all=take_all)
     warm_allocator()  # (imports NumPy, while the reader child decodes)
     try:
@@ -17,6 +18,22 @@ def _report(*, target, json_out, json_file, html, html_path, config_file, site_c
     finally:
         if pre is not None:
             pre.close()
+
+
+def _check_args(*, job, take_all, json_file, html_path) -> None:
+    """What the command line alone shows is impossible, refused before the first log is read."""
+    if job and take_all:
+        from ..errors import UsageError
+
+        raise UsageError(f"--job {job} and --all contradict each other (one job of the folder, or all its logs as one)",
+                         hint="give one of them")
+    if json_file is not None or html_path is not None:
+        from .common import check_output
+
+        if json_file is not None:
+            check_output(json_file, "JSON report", option="--json-file")
+        if html_path is not None:
+            check_output(html_path, "HTML report", option="--html")
 
 
 def _prefetch(target: str, *, job, take_all: bool):

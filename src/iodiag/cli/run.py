@@ -89,6 +89,9 @@ def run_command(
         from ..errors import UsageError
         from ..jobs.run import RunOptions, run_job
 
+        from .common import check_positive
+
+        check_positive(max_records, "--max-records")  # (Darshan would take -5 and drop a module's records)
         chosen = collector
         if darshan:
             if chosen not in (None, "darshan"):

@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 
-from ..errors import IodiagError
 from ..units import fmt_seconds
 from .app import app
 from .common import guarded
@@ -28,13 +27,11 @@ site_app = typer.Typer(
 app.add_typer(site_app, name="site")
 
 
-def _fail(exc: IodiagError) -> None:
-    print(f"iodiag: error: {exc}", file=sys.stderr)
-    raise typer.Exit(exc.exit_code)
+INGEST_SCHEMA, REPORT_SCHEMA, DEFAULTS_SCHEMA = "iodiag.site-ingest/1", "iodiag.site-report/1", "iodiag.site-defaults/1"
 
 
 @site_app.command("ingest")
-@guarded
+@guarded(schema=INGEST_SCHEMA)
 def ingest_cmd(
     archive: Path = typer.Argument(..., help="root of the Darshan log tree (holds YYYY/M/D/ folders)"),
     out: Path = typer.Option(..., "--out", "-o", help="site dataset to create or update (a directory of parquet parts)"),
@@ -68,57 +65,83 @@ def ingest_cmd(
     import json
 
     from ..config import load_config
-    from ..site.ingest import ingest_archive, jobqueue_options
+    from ..site.ingest import check_dataset_path, ingest_archive, jobqueue_options
+    from .common import check_positive
 
+    check_positive(workers, "--workers", zero=True)
+    for value, option in ((jobs, "--jobs"), (cores, "--cores")):
+        check_positive(value, option)
+    if job_logs is not None and job_logs.exists() and not job_logs.is_dir():
+        from ..errors import UsageError
+
+        raise UsageError(f"--job-logs {job_logs}: is a file, not a folder", hint="give a folder for the worker jobs' output")
+    check_dataset_path(out)
+    if cluster != "local":  # what the batch system would refuse only once the first worker job is submitted
+        _check_job_resources(memory, walltime)
     where_opts = dict(cluster=cluster, cluster_options=jobqueue_options(
         jobs=jobs, cores=cores, memory=memory, walltime=walltime, queue=queue, account=account,
         log_directory=str(job_logs) if job_logs else None))
-    try:
-        cfg = load_config(config)
-        if quiet or json_out or not sys.stderr.isatty():
-            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, **where_opts)
-        else:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    cfg = load_config(config)
+    if quiet or json_out or not sys.stderr.isatty():
+        summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, **where_opts)
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("logs"), TimeElapsedColumn(), TimeRemainingColumn(), transient=False) as bar:
-                task = bar.add_task("ingest", total=None)
+        from .common import rich_console
 
-                def progress(kind: str, n: int) -> None:
-                    if kind == "total":
-                        bar.update(task, total=n)
-                    else:
-                        bar.advance(task, n)
+        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("logs"), TimeElapsedColumn(), TimeRemainingColumn(), transient=False,
+                      console=rich_console(stderr=True)) as bar:
+            task = bar.add_task("ingest", total=None)
 
-                summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress,
-                                         **where_opts)
-    except IodiagError as exc:
-        _fail(exc)
-        return
+            def progress(kind: str, n: int) -> None:
+                if kind == "total":
+                    bar.update(task, total=n)
+                else:
+                    bar.advance(task, n)
+
+            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress,
+                                     **where_opts)
     d = summary.to_dict()
     if json_out:
-        print(json.dumps(d, indent=2))
+        print(json.dumps({"schema": INGEST_SCHEMA, **d}, indent=2))
         return
     rate = f", {d['logs_per_s']:.0f} logs/s" if d["logs_per_s"] else ""
     n = d["workers"]
     where = "in this process" if n == 0 else f"on {n} Dask worker thread{'s' if n != 1 else ''}"
     if cluster != "local" and n:
         where += f" ({cluster} jobs)"
-    print(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
-          f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
-          f"in {fmt_seconds(d['seconds'])} {where}{rate}")
-    if d["errors"]:
-        print(f"damaged logs are listed in the report: iodiag site report {out}")
+    from ..reports.textout import wrap_plain
+    from .common import terminal_width
+
+    for line in wrap_plain(f"{out}: run {d['run']}: read {d['logs_read']} logs ({d['logs_skipped']} already ingested) "
+                           f"-> {d['jobs']} jobs, {d['programs']} programs, {d['errors']} damaged-log entries "
+                           f"in {fmt_seconds(d['seconds'])} {where}{rate}", terminal_width(), hang=2):
+        print(line)
+    print("the report" + (" (damaged logs listed at its end)" if d["errors"] else "") + ":")
+    print(f"  iodiag site report {out}")
+
+
+def _check_job_resources(memory: str, walltime: str) -> None:
+    import re
+
+    from ..errors import UsageError
+
+    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*([kKMGTP]i?B?|[kKMGTP]|B)?\s*", memory or ""):
+        raise UsageError(f"--memory {memory}: not an amount of memory", hint="e.g. --memory 4GiB or --memory 8GB")
+    if not re.fullmatch(r"(\d+-)?\d{1,3}(:\d{2}){0,2}", walltime or ""):
+        raise UsageError(f"--walltime {walltime}: not a wall time", hint="e.g. --walltime 01:30:00 (HH:MM:SS) or 2-00:00:00")
 
 
 @site_app.command("report")
-@guarded
+@guarded(schema=REPORT_SCHEMA)
 def report_cmd(
     dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest"),
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON"),
     html: Optional[Path] = typer.Option(None, "--html", help="--html [PATH]: also write an HTML report (default: iodiag-site-report.html here)"),
     top: int = typer.Option(10, "--top", help="rows in the top users / executables tables"),
     site_config: Optional[Path] = typer.Option(None, "--site-config", help="site config (iodiag site defaults --toml; default $IODIAG_SITE_CONFIG): its advice words the recommendations"),
+    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="colour the text report (default: on a terminal, unless $NO_COLOR is set)"),
 ) -> None:
     """What to change at the site: recommendations ranked by recoverable core-hours, the users and
     executables to contact first, finding prevalence, op sizes, files per job, trends, damaged logs.
@@ -132,26 +155,24 @@ def report_cmd(
     from ..config import load_config
     from ..site.aggregate import site_report
     from ..site.render import render_html, render_json, render_text
+    from .common import atomic_write, check_output, check_positive, terminal_width, use_color
 
-    try:
-        rep = site_report(dataset, top_n=top, config=load_config(site_config=site_config))
-        if html is not None:
-            try:
-                html.write_text(render_html(rep))
-            except OSError as exc:
-                from ..errors import InputUnreadable
-
-                raise InputUnreadable(f"{html}: cannot write the HTML report: {exc.strerror}", hint="check the directory exists and is writable") from None
-    except IodiagError as exc:
-        _fail(exc)
+    check_positive(top, "--top")
+    if html is not None:
+        check_output(html, "HTML report", option="--html")
+    rep = site_report(dataset, top_n=top, config=load_config(site_config=site_config))
+    if html is not None:
+        atomic_write(html, render_html(rep))
+    if json_out:
+        print(render_json(rep))
         return
-    print(render_json(rep) if json_out else render_text(rep))
-    if html is not None and not json_out:
+    print(render_text(rep, width=terminal_width(), color=use_color(color)), end="")
+    if html is not None:
         print(f"HTML report: {html}")
 
 
 @site_app.command("defaults")
-@guarded
+@guarded(schema=DEFAULTS_SCHEMA)
 def defaults_cmd(
     dataset: Path = typer.Argument(..., help="site dataset written by iodiag site ingest (the workload mix)"),
     sweep: list[Path] = typer.Option([], "--sweep", "-s", help="sweep folder or results table (iodiag sweep collect; or any table with scenario, setting, time_s columns); repeatable, tables of one tunable are joined"),
@@ -184,23 +205,18 @@ def defaults_cmd(
 
     from ..site.defaults import site_defaults
     from ..site.render import render_defaults_text, render_json, render_site_toml
+    from .common import atomic_write, check_output, terminal_width
 
-    try:
-        res = site_defaults(dataset, sweep, weight=weight, mean=mean, uniform=uniform, site_name=name,
-                            scenario=scenario, setting=setting, time=time, tunable=tunable)
-        if toml is not None:
-            try:
-                toml.write_text(render_site_toml(res, generated=_time.strftime("%Y-%m-%d", _time.gmtime())))
-            except OSError as exc:
-                from ..errors import InputUnreadable
-
-                raise InputUnreadable(f"{toml}: cannot write the site config: {exc.strerror}", hint="check the directory exists and is writable") from None
-    except IodiagError as exc:
-        _fail(exc)
-        return
-    if json_out:  # the trees' models included (recommend.tree.Tree.from_dict reads them)
-        print(render_json(res))
-        return
-    print(render_defaults_text(res))
     if toml is not None:
-        print(f"site config written to {toml}; use it with: iodiag report LOG --site-config {toml}")
+        check_output(toml, "site config", option="--toml")
+    res = site_defaults(dataset, sweep, weight=weight, mean=mean, uniform=uniform, site_name=name,
+                        scenario=scenario, setting=setting, time=time, tunable=tunable)
+    if toml is not None:
+        atomic_write(toml, render_site_toml(res, generated=_time.strftime("%Y-%m-%d", _time.gmtime())))
+    if json_out:  # the trees' models included (recommend.tree.Tree.from_dict reads them)
+        print(render_json({"schema": DEFAULTS_SCHEMA, **res}))
+        return
+    print(render_defaults_text(res, width=terminal_width()))
+    if toml is not None:
+        print("site config written; use it with:")
+        print(f"  iodiag report LOG --site-config {toml}")

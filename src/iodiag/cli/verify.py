@@ -53,6 +53,10 @@ def verify_cmd(
         from ..reports.verify import render_verify_html, render_verify_text
         from ..service import verify_job
 
+        from .common import check_output
+
+        if html is not None:  # before the first run, not after the last (a long verify lost to a typo)
+            check_output(html, "HTML comparison", option="--html")
         bar: list = []
 
         def progress(done: int, total: int) -> None:
@@ -67,10 +71,22 @@ def verify_cmd(
                 bar.extend([b, b.add_task("verify runs (before/after interleaved)", total=total)])
             bar[0].update(bar[1], completed=done)
 
+        done: list = [0, 0]
+
+        def counted(n: int, total: int) -> None:
+            done[:] = [n, total]
+            progress(n, total)
+
         try:
             d = verify_job(target=job, config=load_config(config_file), reps=reps, sets=sets, positional=args,
                            after=after, outputs=[str(html.resolve())] if html is not None else [],
-                           model_path=str(model) if model else None, progress=progress)
+                           model_path=str(model) if model else None, progress=counted)
+        except KeyboardInterrupt:
+            from ..errors import Interrupted
+
+            raise Interrupted(f"interrupted after {done[0]} of {done[1] or 2 * reps} runs: nothing was kept (the speedup "
+                              "and its band need every before/after pair)",
+                              hint="run it again (with fewer --reps it is quicker, its band wider)") from None
         finally:
             if bar:
                 bar[0].stop()

@@ -11,6 +11,7 @@ import importlib
 import json
 
 import typer
+from pathlib import Path
 
 from .app import app
 from .common import guarded
@@ -45,6 +46,11 @@ def _run(name: str, func: str, args: list[str]) -> None:
     parser.add_argument("--json", action="store_true", help="print the results record as JSON")
     ns = vars(parser.parse_args(args))
     ns.pop("json", None)
+    from .common import check_folder
+
+    for key in ("out", "dst"):  # the store or file the workload writes: its folders checked before it starts
+        if isinstance(ns.get(key), str) and ns[key]:
+            check_folder(Path(ns[key]).parent, "output", option=f"--{key} {ns[key]}:")
     if as_json:
         rec = getattr(mod, func)(**ns)
         typer.echo(json.dumps(rec, indent=2, sort_keys=True, default=str))

@@ -224,13 +224,17 @@ def read_job(folder: str | os.PathLike) -> JobRecord:
     return JobRecord(path=folder, data=data)
 
 
-def iter_jobs(root: str | os.PathLike | None = None) -> Iterator[JobRecord]:
-    """Every readable job of the store (damaged records are skipped), unordered."""
+def iter_jobs(root: str | os.PathLike | None = None, *, damaged: list | None = None) -> Iterator[JobRecord]:
+    """Every readable job of the store, unordered.  Damaged records are skipped; with ``damaged`` (a list) each is
+    appended to it as (folder, the error reading it), so a caller can say what it left out."""
     base = jobs_dir(root)
     try:
         entries = list(os.scandir(base))
     except FileNotFoundError:
         return
+    except NotADirectoryError:
+        raise JobStoreError(f"{base} is a file, not the job store folder",
+                            hint="point --store or $IODIAG_HOME at a folder") from None
     except OSError as exc:
         raise JobStoreError(f"cannot list {base}: {exc.strerror or exc}") from None
     for entry in entries:
@@ -238,13 +242,16 @@ def iter_jobs(root: str | os.PathLike | None = None) -> Iterator[JobRecord]:
             continue
         try:
             yield read_job(entry.path)
-        except (InputNotFound, JobStoreError):
-            continue
+        except InputNotFound:
+            continue  # a folder without job.json: not a job (e.g. being created)
+        except JobStoreError as exc:
+            if damaged is not None:
+                damaged.append((Path(entry.path), exc))
 
 
-def list_jobs(root: str | os.PathLike | None = None) -> list[JobRecord]:
-    """Jobs of the store, newest first."""
-    return sorted(iter_jobs(root), key=lambda r: (r.start_s, r.id), reverse=True)
+def list_jobs(root: str | os.PathLike | None = None, *, damaged: list | None = None) -> list[JobRecord]:
+    """Jobs of the store, newest first (``damaged``: as for ``iter_jobs``)."""
+    return sorted(iter_jobs(root, damaged=damaged), key=lambda r: (r.start_s, r.id), reverse=True)
 
 
 def find_job(ref: str, *, root: str | os.PathLike | None = None) -> JobRecord:
@@ -265,13 +272,17 @@ def find_job(ref: str, *, root: str | os.PathLike | None = None) -> JobRecord:
         return read_job(p)
     base = jobs_dir(root)
     if ref == "last":
-        jobs = list_jobs(root)
+        bad = []
+        jobs = list_jobs(root, damaged=bad)
+        if not jobs and bad:
+            raise bad[0][1]
         if not jobs:
             raise InputNotFound(f"no jobs in {base}", hint="run a workload first: iodiag run script.py")
         return jobs[0]
     if ref and "/" not in ref and (base / ref / RECORD_NAME).is_file():
         return read_job(base / ref)
-    jobs = list_jobs(root) if ref else []
+    bad: list = []
+    jobs = list_jobs(root, damaged=bad) if ref else []
     matches = [r for r in jobs if r.id.startswith(ref)]
     if len(matches) == 1:
         return matches[0]
@@ -279,6 +290,9 @@ def find_job(ref: str, *, root: str | os.PathLike | None = None) -> JobRecord:
         named = [r for r in jobs if r.data.get("name") == ref]  # `iodiag run --name NAME`: the newest of that name
         if named:
             return named[0]
+        hit = [exc for folder, exc in bad if folder.name.startswith(ref)]
+        if len(hit) == 1 or (hit and ref == "last"):
+            raise hit[0]  # the job is there but its record is damaged: say so, not "no job"
         raise InputNotFound(f"no job {ref!r} in {base}", hint="list jobs with `iodiag jobs` (or use `last`)")
     ids = [r.id for r in matches]
     shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")

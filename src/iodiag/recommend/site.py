@@ -23,12 +23,34 @@ def site_advice(finding_id: str, config: Config) -> str | None:
     return f"{who}: {text.strip()}"
 
 
-def apply_site_advice(findings: Sequence[Finding], config: Config) -> list[Finding]:
-    """The findings with the site's advice appended to their recommendations (in place; returned for chaining)."""
+def in_scope(profile, scope: str | None) -> bool:
+    """Whether a job is one a site advice of ``scope`` (``[site.advice_scope]``) is for: serial-read, reads through
+    POSIX without MPI-IO; serial-write, writes the same way; no scope (advice written by hand): every job.  The
+    same test as the site report's (site/sweeps.py ``scope_mask``), on the job's counters."""
+    if not scope or profile is None:
+        return True
+    import numpy as np
+
+    if profile.module("MPI-IO") is not None:
+        return False
+    t = profile.module("POSIX")
+    if t is None:
+        return False
+    col = {"serial-read": "POSIX_READS", "serial-write": "POSIX_WRITES"}.get(scope)
+    return True if col is None else float(np.clip(t[col], 0, None).sum()) > 0
+
+
+def apply_site_advice(findings: Sequence[Finding], config: Config, profile=None) -> list[Finding]:
+    """The findings with the site's advice appended to their recommendations, as its own sentence (in place;
+    returned for chaining); with ``profile``, only where the advice's scope matches the job."""
     for f in findings:
         extra = site_advice(f.id, config)
-        if extra and extra not in f.recommendation:
-            f.recommendation = f"{f.recommendation.rstrip()} {extra}" if f.recommendation else extra
+        if not extra or extra in f.recommendation or not in_scope(profile, config.site.advice_scope.get(f.id)):
+            continue
+        base = f.recommendation.rstrip()
+        if base and not base.endswith((".", "!", "?", ")")):
+            base += "."
+        f.recommendation = f"{base} {extra}" if base else extra
     return list(findings)
 
 

@@ -206,37 +206,43 @@ def compare_rows(d: dict) -> list[dict]:
              "delta": _fmt_delta(r), "verdict": r["verdict"]} for r in d["metrics"]]
 
 
-def render_compare_text(d: dict, *, labels: tuple[str, str] = ("A", "B")) -> str:
-    """A plain-text summary for the terminal (no colour codes; the CLI may add them)."""
+def render_compare_text(d: dict, *, labels: tuple[str, str] = ("A", "B"), width: int = 100) -> str:
+    """A plain-text summary for a terminal ``width`` cells wide (no colour codes; the CLI may add them): sentences
+    wrapped at spaces, the metric table fitted (the verdict column left out first)."""
+    from .textout import Col, plain_table, wrap_plain
+
     la, lb = labels
     def procs(n):
         return f"{n:,} process" + ("" if n == 1 else "es")
 
-    lines = [f"{la}: job {d['a']['job_id']}  {d['a']['exe']}  ({procs(d['a']['nprocs'])})",
-             f"{lb}: job {d['b']['job_id']}  {d['b']['exe']}  ({procs(d['b']['nprocs'])})",
-             f"(I/O numbers at layer {'+'.join(d['layers']['a']) or '-'} vs {'+'.join(d['layers']['b']) or '-'})", ""]
+    lines: list[str] = []
+
+    def say(text: str, indent: int = 0, hang: int = 2) -> None:
+        lines.extend(wrap_plain(text, width, indent=indent, hang=indent + hang))
+
+    say(f"{la}: job {d['a']['job_id']}  {d['a']['exe']}  ({procs(d['a']['nprocs'])})")
+    say(f"{lb}: job {d['b']['job_id']}  {d['b']['exe']}  ({procs(d['b']['nprocs'])})")
+    say(f"(I/O numbers at layer {'+'.join(d['layers']['a']) or '-'} vs {'+'.join(d['layers']['b']) or '-'})")
+    lines.append("")
     rows = compare_rows(d)
-    w0 = max(len(r["label"]) for r in rows)
-    w1 = max(len(la), *(len(r["a"]) for r in rows))
-    w2 = max(len(lb), *(len(r["b"]) for r in rows))
-    w3 = max(len("change"), *(len(r["delta"]) for r in rows))
-    lines.append(f"{'metric':<{w0}}  {la:>{w1}}  {lb:>{w2}}  {'change':>{w3}}  verdict")
-    for r in rows:
-        lines.append(f"{r['label']:<{w0}}  {r['a']:>{w1}}  {r['b']:>{w2}}  {r['delta']:>{w3}}  {r['verdict']}")
+    lines.extend(plain_table(["metric", la, lb, "change", "verdict"],
+                             [[r["label"], r["a"], r["b"], r["delta"], r["verdict"]] for r in rows], width=width,
+                             right=[False, True, True, True, False],
+                             specs=[Col(cut="end", min=20), Col(), Col(), Col(), Col(1)]))
     f = d["findings"]
     lines.append("")
-    lines.append(f"findings: {len(f['appeared'])} appeared, {len(f['resolved'])} resolved, {len(f['persisting'])} persisting")
+    say(f"findings: {len(f['appeared'])} appeared, {len(f['resolved'])} resolved, {len(f['persisting'])} persisting")
     for x in f["resolved"]:
-        lines.append(f"  resolved  [{x['severity']}] {x['id']}: {x['title']}")
+        say(f"resolved  [{x['severity']}] {x['id']}: {x['title']}", 2, 4)
     for x in f["appeared"]:
-        lines.append(f"  appeared  [{x['severity']}] {x['id']}: {x['title']}")
+        say(f"appeared  [{x['severity']}] {x['id']}: {x['title']}", 2, 4)
     for x in f["persisting"]:
-        lines.append(f"  persisting {x['id']}: {x['severity_a']} -> {x['severity_b']} ({x['change']})")
+        say(f"persisting {x['id']}: {x['severity_a']} -> {x['severity_b']} ({x['change']})", 2, 4)
     for n in d.get("notes", []):
-        lines.append(f"note: {n}")
+        say(f"note: {n}")
     for side, label in (("a", la), ("b", lb)):
         if d[side]["issues"]:
-            lines.append(f"note: {label} has {d[side]['issues']} data gap(s) (unreadable or partial logs); its numbers are lower bounds")
+            say(f"note: {label} has {d[side]['issues']} data gap(s) (unreadable or partial logs); its numbers are lower bounds")
     return "\n".join(lines) + "\n"
 
 

@@ -48,6 +48,15 @@ def _bar(w: dict[str, Any], dask: dict[str, Any], width: int = 24) -> str:
     return f"worker {w['pid']} [{bar}] {fmt_count(w['tasks'])} tasks · busy {fmt_pct(w['busy_s'] / cap)}{io_txt}"
 
 
+def _site_part(text: str) -> tuple[str, str | None]:
+    """A finding's recommendation split into iodiag's advice and the site config's (appended as "Site advice
+    (NAME): ..." by recommend/site.py), so that the terminal shows the site's on a line of its own."""
+    i = text.find(" Site advice")
+    if i < 0:
+        return (text, None) if not text.startswith("Site advice") else ("", text)
+    return text[:i].rstrip(), text[i + 1:]
+
+
 def _named(report: dict[str, Any], procs: list[int]) -> str:
     """Processes as "role pid" (e.g. "worker 17722") where the job knows them, else as indices."""
     by = {p["proc"]: p for p in report["job"].get("processes", [])}
@@ -60,6 +69,12 @@ def _named(report: dict[str, Any], procs: list[int]) -> str:
             out.append(f"{p['role']} {p['pid']}")
         else:
             out.append(str(i))
+    if len(set(out)) < len(out):  # several logs' rank 0 (non-MPI processes): tell them apart by pid, else index
+        seen = {n: out.count(n) for n in out}
+        for k, i in enumerate(procs):
+            if seen[out[k]] > 1:
+                p = by.get(i)
+                out[k] = f"{out[k]} (pid {p['pid']})" if p and p.get("pid", 0) > 0 else f"{out[k]} (process {i})"
     return ", ".join(out)
 
 
@@ -139,7 +154,10 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
             if f.get("processes"):
                 line("      processes: " + ", ".join(str(p) for p in f["processes"][:8]), style="dim", hang=8)
             # all of it: a part left out is advice the user never reads (site advice comes last)
-            line(f"      → {f['recommendation']}", hang=8)
+            advice, site = _site_part(f["recommendation"])
+            line(f"      → {advice}", hang=8)
+            if site:  # the site config's advice: its own line, after iodiag's
+                line(f"        {site}", hang=8)
     elif v["reads"] + v["writes"] + v["opens"] == 0:
         line("No I/O recorded in this job.", style="bold")
     else:

@@ -127,26 +127,37 @@ class Lines:
             col += w
         self._out.append(self._styled(cur))
 
-    def table(self, title: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]]) -> None:
-        """A table: ``columns`` are (header, "left" | "right"); the first column gives way when the table is wider
-        than the line (its cells keep their ends: "…/dir/file")."""
+    def table(self, title: str | None, columns: Sequence[tuple], rows: Sequence[Sequence[str]]) -> None:
+        """A table: ``columns`` are (header, "left" | "right") or (header, "left" | "right", Col(...)).  Without a
+        ``Col``, the first column gives way when the table is wider than the line (its cells keep their ends:
+        "…/dir/file").  With them, the table fits the line by ``fit_table``: cuttable columns shrink (paths cut
+        in the middle), then the least important columns are left out.  ``title`` None: no title line."""
         rows = [[clean(str(c)) for c in r] for r in rows]
-        heads = [clean(h) for h, _ in columns]
-        widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(heads)]
-        total = sum(widths) + 3 * (len(widths) - 1) + 2
-        if total > self.width and len(widths) > 1:
-            widths[0] = max(widths[0] - (total - self.width), min(widths[0], 8))
-            rows = [[keep_end(r[0], widths[0])] + r[1:] for r in rows]
-            heads[0] = keep_end(heads[0], widths[0])
+        heads = [clean(c[0]) for c in columns]
+        justs = [c[1] for c in columns]
+        if any(len(c) > 2 for c in columns):
+            specs = [c[2] if len(c) > 2 else Col() for c in columns]
+            keep, widths = fit_table(heads, rows, specs, self.width, sep=3, margin=2)
+            rows = [[cut(r[i], widths[j], specs[i].cut) for j, i in enumerate(keep)] for r in rows]
+            heads = [cut(heads[i], widths[j], "end") for j, i in enumerate(keep)]
+            justs = [justs[i] for i in keep]
+        else:
+            widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+            total = sum(widths) + 3 * (len(widths) - 1) + 2
+            if total > self.width and len(widths) > 1:
+                widths[0] = max(widths[0] - (total - self.width), min(widths[0], 8))
+                rows = [[keep_end(r[0], widths[0])] + r[1:] for r in rows]
+                heads[0] = keep_end(heads[0], widths[0])
 
         def fmt(cells: Sequence[str], sep: str, style: str | None = None) -> str:
             out = []
-            for (c, w), (_, just) in zip(zip(cells, widths), columns):
+            for c, w, just in zip(cells, widths, justs):
                 pad = " " * (w - cell_len(c))
                 out.append(self._styled([(c, style)]) + pad if just == "left" else pad + self._styled([(c, style)]))
             return " " + f" {sep} ".join(out) + " "
 
-        self._out.append(self._styled([(title, "italic")]))
+        if title is not None:
+            self.line((title, "italic"), hang=2)
         self._out.append(fmt(heads, "┃", "bold"))
         self._out.append("━" + "━╇━".join("━" * w for w in widths) + "━")
         self._out.extend(fmt(r, "│") for r in rows)
@@ -190,3 +201,166 @@ def keep_end(text: str, width: int) -> str:
     while out and cell_len(out) > width - 1:
         out = out[1:]
     return "…" + out
+
+
+class Col:
+    """How a table column gives way on a narrow line: ``priority`` (columns are left out highest number first; 0
+    is never left out), ``cut`` ("middle" for paths, "end" for text, None: never cut) and the ``min`` cells a
+    cut column keeps."""
+
+    __slots__ = ("priority", "cut", "min")
+
+    def __init__(self, priority: int = 0, cut: str | None = None, min: int = 8) -> None:  # noqa: A002
+        self.priority, self.cut, self.min = priority, cut, min
+
+
+def fit_table(heads: Sequence[str], rows: Sequence[Sequence[str]], specs: Sequence[Col], width: int, *,
+              sep: int = 2, margin: int = 0) -> tuple[list[int], list[int]]:
+    """Which columns a table keeps on a line ``width`` cells wide, and their widths: (kept column indices, widths).
+
+    Columns are as wide as their widest cell; when the table is wider than the line, the columns that may be cut
+    shrink towards their minimum, widest first; when that is not enough, the column with the highest priority
+    number is left out and the fitting starts again.  A table of only uncuttable, never-dropped columns stays
+    too wide (the terminal folds it)."""
+    natural = [max([cell_len(h) if specs[i].cut is None else min(cell_len(h), specs[i].min)]
+                   + [cell_len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    keep = list(range(len(heads)))
+    while True:
+        widths = [natural[i] for i in keep]
+        over = sum(widths) + sep * (len(widths) - 1) + margin - width
+        if over <= 0:
+            return keep, widths
+        cuttable = [j for j, i in enumerate(keep) if specs[i].cut]
+        room = sum(max(widths[j] - min(specs[keep[j]].min, widths[j]), 0) for j in cuttable)
+        if room >= over:
+            while over > 0:  # take a cell at a time from the widest cuttable column
+                j = max((j for j in cuttable if widths[j] > specs[keep[j]].min), key=lambda j: widths[j])
+                widths[j] -= 1
+                over -= 1
+            return keep, widths
+        droppable = [i for i in keep if specs[i].priority > 0]
+        if not droppable:  # nothing left to leave out: the cuttable columns give way below their minimum, to 8
+            for j in cuttable:
+                widths[j] = min(specs[keep[j]].min, widths[j])
+            over = sum(widths) + sep * (len(widths) - 1) + margin - width
+            while over > 0:
+                room = [j for j in cuttable if widths[j] > 8]
+                if not room:
+                    break
+                j = max(room, key=lambda j: widths[j])
+                widths[j] -= 1
+                over -= 1
+            return keep, widths
+        keep.remove(max(droppable, key=lambda i: (specs[i].priority, i)))
+
+
+def cut(text: str, width: int, how: str | None) -> str:
+    """``text`` in ``width`` cells: "middle" keeps both ends ("/scratch/…/run-3/out.zarr"), "end" the start
+    ("python conv…"), "start" the end ("…/dir/file"); None leaves it whole."""
+    if how is None or cell_len(text) <= width:
+        return text
+    if how == "start":
+        return keep_end(text, width)
+    if how == "end":
+        out = text
+        while out and cell_len(out) > width - 1:
+            out = out[:-1]
+        return out + "…"
+    return cut_middle(text, width)
+
+
+def cut_middle(text: str, width: int) -> str:
+    """``text`` cut in the middle to ``width`` cells, marked "…": the end (a path's file name and nearest folders,
+    what tells similar paths apart) keeps two thirds of the room, the start the rest."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 2:
+        return keep_end(text, width)
+    tail_room = (2 * (width - 1)) // 3
+    head_room = width - 1 - tail_room
+    head, used = "", 0
+    for c in text:
+        if used + cell_len(c) > head_room:
+            break
+        head += c
+        used += cell_len(c)
+    tail, used = "", 0
+    for c in reversed(text):
+        if used + cell_len(c) > tail_room:
+            break
+        tail = c + tail
+        used += cell_len(c)
+    return head + "…" + tail
+
+
+def plain_table(heads: Sequence[str], rows: Sequence[Sequence[str]], *, width: int, right: Sequence[bool] | None = None,
+                specs: Sequence[Col] | None = None, indent: int = 0) -> list[str]:
+    """A table without rules or styles (two spaces between columns, a line of dashes under the headers), fitted
+    to ``width`` by ``fit_table`` when ``specs`` are given: the shape of the site and sweep tables."""
+    rows = [[clean(str(c)) for c in r] for r in rows]
+    heads = [clean(h) for h in heads]
+    right = list(right) if right is not None else [i > 0 for i in range(len(heads))]
+    specs = list(specs) if specs is not None else [Col() for _ in heads]
+    keep, widths = fit_table(heads, rows, specs, width - indent, sep=2)
+
+    def line(cells):
+        out = []
+        for (i, c), w in zip(cells, widths):
+            c = cut(c, w, specs[i].cut)
+            pad = " " * (w - cell_len(c))
+            out.append(pad + c if right[i] else c + pad)
+        return (" " * indent + "  ".join(out)).rstrip()
+
+    shown_heads = [cut(heads[i], w, "end") for i, w in zip(keep, widths)]
+    return ([line(list(zip(keep, shown_heads))), " " * indent + "  ".join("-" * w for w in widths)]
+            + [line([(i, r[i]) for i in keep]) for r in rows])
+
+
+def wrap_plain(text: str, width: int, *, indent: int = 0, hang: int | None = None) -> list[str]:
+    """``text`` wrapped at spaces to ``width`` (no styles): the first line ``indent`` cells in, the others
+    ``hang`` (default: ``indent``); units stay with their numbers, as in ``Lines.line``."""
+    out = Lines(width=width, color=False)
+    out.line(" " * indent + text, hang=indent if hang is None else hang)
+    return out.text().rstrip("\n").split("\n")
+
+
+def markdown_text(md: str, *, width: int, color: bool = False, keep: Sequence[str] = ()) -> str:
+    """Markdown as ``Lines`` lay it out for a terminal: headings in bold, paragraphs wrapped, pipe tables as
+    tables fitted to the width (the first column cut at its end down to half the line, the columns whose header
+    is not in ``keep`` left out from the last), inline marks (backticks, **bold**) and HTML comments dropped.
+    Enough for the Markdown iodiag itself writes."""
+    out = Lines(width=width, color=color)
+    lines = md.splitlines()
+    i = 0
+
+    def inline(s: str) -> str:
+        return re.sub(r"\*\*(.+?)\*\*|`([^`]*)`|\*([^*]+)\*", lambda m: m.group(1) or m.group(2) or m.group(3) or "", s)
+
+    while i < len(lines):
+        ln = lines[i].rstrip()
+        if ln.startswith("<!--"):
+            while i < len(lines) and "-->" not in lines[i]:
+                i += 1
+            i += 1
+            continue
+        if ln.startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            heads, rule, rows = block[0], block[1] if len(block) > 1 else [], block[2:]
+            just = ["right" if c.endswith(":") and not c.startswith(":") else "left" for c in rule] or ["left"] * len(heads)
+            n = len(heads)
+            cols = [(inline(h), just[k] if k < len(just) else "left",
+                     Col(cut="end", min=max(width // 2, 16)) if k == 0 else Col(0 if inline(h) in keep else k))
+                    for k, h in enumerate(heads)]
+            out.table(None, cols, [[inline(c) for c in (r + [""] * n)[:n]] for r in rows])
+            continue
+        if ln.startswith("#"):
+            out.line((inline(ln.lstrip("#").strip()), "bold"))
+        elif not ln:
+            out.blank()
+        else:
+            out.line(inline(ln))
+        i += 1
+    return out.text()

@@ -35,6 +35,8 @@ from ..config import Config
 from .features import SIZE_BIN_LABELS, SIZE_BINS, SIZE_BIN_LOW_BYTES
 from .store import load_site
 
+SCHEMA = "iodiag.site-report/1"
+N_JOBS = 5  # jobs listed under each recommendation (top_jobs)
 FILES_BUCKETS = ((0, 0, "0"), (1, 1, "1"), (2, 10, "2-10"), (11, 100, "11-100"), (101, 1000, "101-1k"),
                  (1001, 10000, "1k-10k"), (10001, math.inf, ">10k"))
 
@@ -60,11 +62,12 @@ def finding_long(jobs) -> "Any":
 
     if not len(jobs):
         return pd.DataFrame(columns=["job_key", "user", "exe", "finding", "severity", "cost_s", "core_hours", "io_time_s",
-                                     "month", "runtime_s", "recoverable_ch"])
+                                     "month", "runtime_s", "job_id", "recoverable_ch"])
     ids = jobs["finding_ids"].map(lambda v: list(v) if v is not None else [])
     n = ids.map(len).to_numpy()
     rep = np.repeat(np.arange(len(jobs)), n)
     base = jobs.iloc[rep][["job_key", "user", "exe", "core_hours", "io_time_s", "month", "runtime_s"]].reset_index(drop=True)
+    base["job_id"] = jobs["job_id"].to_numpy()[rep] if "job_id" in jobs else None
     base["finding"] = [x for v in ids for x in v]
     base["severity"] = [x for v in jobs["finding_severities"] for x in (list(v) if v is not None else [])]
     base["cost_s"] = [x for v in jobs["finding_costs_s"] for x in (list(v) if v is not None else [])]
@@ -72,7 +75,7 @@ def finding_long(jobs) -> "Any":
     agg = base.groupby(["job_key", "exe", "finding"], sort=False).agg(
         user=("user", "first"), severity=("severity", "first"), cost_s=("cost_s", lambda s: s.sum(min_count=1)),
         core_hours=("core_hours", "first"), io_time_s=("io_time_s", "first"), month=("month", "first"),
-        runtime_s=("runtime_s", "first"),
+        runtime_s=("runtime_s", "first"), job_id=("job_id", "first"),
     )
     agg = agg.reset_index()
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -106,23 +109,132 @@ def prevalence(jobs) -> list[dict[str, Any]]:
     return out
 
 
-def recommendations(prev: list[dict[str, Any]], long, plong, config: Config, n: int = 3) -> list[dict[str, Any]]:
-    """What to change, most recoverable core-hours first: the finding, the action, and whom it costs most."""
-    from ..recommend.site import admin_action, site_advice
+def partition_programs(long, plong):
+    """``plong`` (per program and finding) with each job's recoverable core-hours for a finding shared out over the
+    job's programs that have it, in proportion to what each program's own estimate gives back (equally when none
+    gives an estimate; to the job's executable when no program has the finding).  Per finding, the programs then
+    add up to the job-level total, as the users do."""
+    import numpy as np
+    import pandas as pd
 
+    if not len(long):
+        return long
+    job = long[["job_key", "finding", "recoverable_ch", "exe"]].rename(columns={"recoverable_ch": "_job_rec", "exe": "_job_exe"})
+    p = plong.merge(job, on=["job_key", "finding"], how="inner") if len(plong) else job.iloc[0:0]
+    missing = job.merge(p[["job_key", "finding"]].drop_duplicates(), on=["job_key", "finding"], how="left", indicator=True)
+    missing = missing[missing["_merge"] == "left_only"]
+    extra = long.merge(missing[["job_key", "finding"]], on=["job_key", "finding"]).assign(
+        _job_rec=lambda d: d["recoverable_ch"], _job_exe=lambda d: d["exe"])
+    p = pd.concat([p, extra], ignore_index=True) if len(extra) else p
+    own = np.nan_to_num(p["recoverable_ch"].to_numpy(dtype="f8"))
+    key = [p["job_key"], p["finding"]]
+    tot = pd.Series(own, index=p.index).groupby(key).transform("sum").to_numpy()
+    cnt = p.groupby(["job_key", "finding"])["finding"].transform("size").to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(tot > 0, own / tot, 1.0 / cnt)
+    p = p.assign(recoverable_ch=p["_job_rec"].to_numpy(dtype="f8") * share)
+    return p.drop(columns=["_job_rec", "_job_exe"])
+
+
+def _ranked(frame, key: str, n: int, label: str) -> list[dict[str, Any]]:
+    """The ``n`` biggest ``key`` groups of ``frame`` by recoverable core-hours, then one "others" row with the rest,
+    so the rows add up to the finding's total."""
+    sums = frame.groupby(key)["recoverable_ch"].sum().sort_values(ascending=False)
+    sums = sums[sums > 0]
+    rows = [{label: str(k) or "?", "recoverable_core_hours": float(v)} for k, v in sums.head(n).items()]
+    if len(sums) > n:
+        rows.append({label: f"{len(sums) - n} others", "recoverable_core_hours": float(sums.iloc[n:].sum()), "others": int(len(sums) - n)})
+    return rows
+
+
+def recommendations(prev: list[dict[str, Any]], long, plong, config: Config, n: int = 3, *, jobs=None,
+                    commands=None, n_jobs: int = 5) -> list[dict[str, Any]]:
+    """What to change, most recoverable core-hours first: the finding, the action, whom it costs most (users and
+    programs, each adding up to the finding's total with an "others" row), the jobs behind it (``top_jobs``, each
+    with the command that reports it), and the site config's advice with the jobs it is for."""
+    from ..recommend.site import admin_action, site_advice
+    from .sweeps import scope_mask
+
+    part = partition_programs(long, plong)
     out = []
     for p in prev:
         if p["recoverable_core_hours"] <= 0:
             continue
         fid = p["finding"]
-        users = long[long["finding"] == fid].groupby("user")["recoverable_ch"].sum().sort_values(ascending=False).head(n)
-        exes = plong[plong["finding"] == fid].groupby("exe")["recoverable_ch"].sum().sort_values(ascending=False).head(n)
+        rows = long[long["finding"] == fid]
+        advice = site_advice(fid, config)
+        scope = config.site.advice_scope.get(fid)
+        applies: set[str] = set()
+        if advice and jobs is not None and len(jobs):
+            mask = scope_mask(jobs, scope)
+            applies = set(jobs["job_key"].to_numpy()[mask]) & set(rows["job_key"])
+        top = rows.sort_values("recoverable_ch", ascending=False)
+        top = top[top["recoverable_ch"] > 0].head(n_jobs)
+        progs = part[part["finding"] == fid]
+        main_prog = (progs.sort_values("recoverable_ch", ascending=False).drop_duplicates("job_key")
+                     .set_index("job_key")["exe"].to_dict() if len(progs) else {})
+        tj = []
+        for r in top.itertuples(index=False):
+            tj.append({"job_id": str(r.job_id) if r.job_id is not None else None, "user": str(r.user) or "?",
+                       "program": str(main_prog.get(r.job_key, r.exe)) or "?",
+                       "recoverable_core_hours": float(r.recoverable_ch), "core_hours": float(r.core_hours),
+                       "site_advice_applies": r.job_key in applies if advice else None,
+                       "report_command": (commands or {}).get(r.job_key), "job_key": r.job_key})
         out.append({"finding": fid, "jobs": p["jobs"], "recoverable_core_hours": p["recoverable_core_hours"],
                     "recoverable_share": p["recoverable_share"], "action": admin_action(fid),
-                    "site_advice": site_advice(fid, config),
-                    "users": [{"user": str(k) or "?", "recoverable_core_hours": float(v)} for k, v in users.items() if v > 0],
-                    "executables": [{"exe": str(k) or "?", "recoverable_core_hours": float(v)} for k, v in exes.items() if v > 0]})
+                    "site_advice": advice if applies else None,
+                    "site_advice_text": (config.site.advice.get(fid) or "").strip() or None if applies else None,
+                    "site_advice_scope": scope if advice else None,
+                    "site_advice_jobs": len(applies) if advice else None,
+                    "users": _ranked(rows, "user", n, "user"),
+                    "executables": _ranked(progs, "exe", n, "exe"),
+                    "top_jobs": tj})
     return out
+
+
+def report_commands(jobs, logs, archive: str | None, keys) -> dict[str, str]:
+    """For each job key in ``keys``, the `iodiag report` command that diagnoses that job alone: by its scheduler
+    job id in the archive when the archive names it once (``--log-tree``), else its log file, else its folder with
+    ``--job``."""
+    import shlex
+
+    if archive is None or not len(jobs):
+        return {}
+    keys = set(keys)
+    sel = jobs[jobs["job_key"].isin(keys)]
+    ids = jobs["job_id"].astype(str).value_counts() if "job_id" in jobs else {}
+    by_key: dict[str, list[tuple[str, str]]] = {}
+    if logs is not None and len(logs):
+        lg = logs[logs["job_key"].isin(keys)]
+        for k, d, nm in zip(lg["job_key"], lg["dir"], lg["name"]):
+            by_key.setdefault(k, []).append((d, nm))
+    q = shlex.quote
+    out = {}
+    for k, jid, user, d in zip(sel["job_key"], sel["job_id"].astype(str), sel["user"].astype(str), sel["dir"]):
+        files = sorted(set(by_key.get(k, [])))
+        named_by_id = jid.isdigit() and k == f"{d}:{user}:{jid}" and ids.get(jid, 0) == 1
+        if named_by_id:
+            out[k] = f"iodiag report {jid} --log-tree {q(archive)}"
+        elif len(files) == 1:
+            out[k] = f"iodiag report {q(os.path.join(archive, files[0][0], files[0][1]))}"
+        elif jid and jid != "None":
+            out[k] = f"iodiag report {q(os.path.join(archive, d))} --job {q(jid)}"
+    return out
+
+
+def top_jobs(long, jobs, commands: dict[str, str], n: int) -> list[dict[str, Any]]:
+    """The jobs fixing would give back most core-hours, all findings together (a job's findings give back at most
+    its I/O core-hours): job id, user, program, recoverable core-hours, its findings, the command to report it."""
+    if not len(long):
+        return []
+    g = long.groupby("job_key").agg(rec=("recoverable_ch", "sum"), io=("io_time_s", "first"), user=("user", "first"),
+                                    exe=("exe", "first"), job_id=("job_id", "first"), core_hours=("core_hours", "first"))
+    g["rec"] = g["rec"].clip(upper=g["io"] / 3600.0)
+    g = g[g["rec"] > 0].sort_values("rec", ascending=False).head(n)
+    fs = long[long["job_key"].isin(g.index)].sort_values("recoverable_ch", ascending=False).groupby("job_key")["finding"].agg(list)
+    return [{"job_id": str(r.job_id) if r.job_id is not None else None, "user": str(r.user) or "?", "program": str(r.exe) or "?",
+             "recoverable_core_hours": float(r.rec), "core_hours": float(r.core_hours), "findings": list(fs.get(k, [])),
+             "report_command": commands.get(k), "job_key": k} for k, r in g.iterrows()]
 
 
 def _top(frame, long, key: str, n: int) -> list[dict[str, Any]]:
@@ -261,13 +373,23 @@ def site_report(path: str | os.PathLike, *, top_n: int = 10, config: Config | No
     prev = prevalence(jobs)
     rj = long.groupby("job_key").agg(rec=("recoverable_ch", "sum"), io=("io_time_s", "first")) if len(long) else None
     overview["recoverable_core_hours"] = float(rj["rec"].clip(upper=rj["io"] / 3600.0).sum()) if rj is not None else 0.0
+    # the jobs the report names get the command that reports each alone
+    if len(long):
+        wanted = set(long.sort_values("recoverable_ch", ascending=False).groupby("finding").head(N_JOBS)["job_key"])
+        wanted |= set(rj["rec"].clip(upper=rj["io"] / 3600.0).sort_values(ascending=False).head(top_n).index)
+    else:
+        wanted = set()
+    commands = report_commands(jobs, logs, state.get("archive"), wanted)
     return {
+        "schema": SCHEMA,
         "overview": overview,
-        "recommendations": recommendations(prev, long, plong, cfg),
+        "top_jobs": top_jobs(long, jobs, commands, top_n),
+        "recommendations": recommendations(prev, long, plong, cfg, jobs=jobs, commands=commands, n_jobs=N_JOBS),
         "site_config": {"name": cfg.site.name, "defaults": dict(cfg.site.defaults), "rules": list(cfg.site.rules)},
         "prevalence": prev,
         "top_users": _top(jobs, long, "user", top_n),
-        "top_executables": _top(programs.assign(exe=programs["program"]) if len(programs) else jobs, plong, "exe", top_n),
+        "top_executables": _top(programs.assign(exe=programs["program"]) if len(programs) else jobs,
+                                partition_programs(long, plong), "exe", top_n),
         "op_sizes": op_sizes(jobs),
         "files_per_job": files_per_job(jobs),
         "trends": trends(jobs),

@@ -155,17 +155,28 @@ def tunable_defaults(table: SweepTable, jobs, *, weight: str = "io", mean: str =
     return out
 
 
+# the jobs a sweep kind's advice is for (``[site.advice_scope]``; the site report matches them with ``scope_mask``)
+ADVICE_SCOPE = {"read-pattern": "serial-read", "write-size": "serial-write"}
+
+
 def _advice(res: dict[str, Any], site: str | None) -> str:
+    """The advice as a user reads it: what to do, how much it is worth, where it was measured (no tunable names)."""
     tab = res["site"] or res["measured"]
     sc = next(s for s in tab["defaults"] if s["setting"] == res["default"])
     m = res["mean"]
-    text = (f"{res['tunable']} default here: {res['default']} ({fmt_pct(sc[m])} of the best, {m} mean over "
-            f"{'this site' + chr(39) + 's jobs' if res['site'] else 'the sweep'}, measured on site).")
+    over = "this site's jobs" if res["site"] else "the measured cases"
+    worth = f"{fmt_pct(sc[m])} of the best choice for each case, {m} mean over {over}, measured on this system"
+    if res["kind"] == "read-pattern":
+        text = f"Data read here is read fastest when stored as {res['default']} ({worth})."
+    elif res["kind"] == "write-size":
+        text = f"Writes here are fastest with {res['default']} ({worth})."
+    else:
+        text = f"The best single choice of {res['tunable'].replace('_', ' ')} here is {res['default']} ({worth})."
     rules = (res.get("tree") or {}).get("user_rules") or []
     if rules:
         r = rules[0]
         more = f" (+{len(rules) - 1} more in the site rules)" if len(rules) > 1 else ""
-        text += f" Better if {r['when']}: {r['setting']}{more}."
+        text += f" Better when {r['when']}: {r['setting']}{more}."
     return text
 
 
@@ -188,14 +199,18 @@ def site_defaults(dataset: str | os.PathLike, sweeps: Sequence[str | os.PathLike
     results = [tunable_defaults(t, jobs, weight=weight, mean=mean, uniform=uniform) for t in tables]
     name = site_name or None
     advice: dict[str, list[str]] = {}
+    scope: dict[str, str] = {}
     for r, t in zip(results, tables):
         for fid in ADVICE_FOR.get(t.kind, ()):
             advice.setdefault(fid, []).append(_advice(r, name))
+            if t.kind in ADVICE_SCOPE:
+                scope[fid] = ADVICE_SCOPE[t.kind]
     config = {
         "name": name,
         "defaults": {r["tunable"]: r["default"] for r in results},
         "rules": [f"{r['tunable']}: if {u['when']}: {u['setting']}" for r in results for u in ((r.get("tree") or {}).get("user_rules") or [])],
         "advice": {k: " ".join(v) for k, v in advice.items()},
+        "advice_scope": scope,
     }
     return {
         "dataset": os.fspath(dataset), "jobs": int(len(jobs)), "core_hours": float(jobs["core_hours"].sum()),

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import os
 import time
+import contextlib
+import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..config import Config
-from ..errors import DependencyMissing, InputNotFound, UsageError
+from ..errors import DependencyMissing, InputNotFound, InputUnreadable, Interrupted, UsageError
 from .store import SiteStore
 from .walk import DirListing, Unit, group_units, iter_dirs
 from .worker import pack_units, process_packed, process_units
@@ -132,6 +135,22 @@ def _failed_task(units: list[Unit], exc: BaseException, run: int) -> dict[str, A
     return {k: to_table(v, TABLE_COLUMNS[k]) for k, v in rows.items()}
 
 
+def check_dataset_path(out: str | os.PathLike) -> None:
+    """Refuse, before any log is listed, a site dataset path that cannot be one: a file, a path under a file, a
+    folder that cannot be written."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"--out {p}: is a file, not a site dataset (a folder)", hint="choose a new --out path")
+    anc = p if p.exists() else p.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise UsageError(f"--out {p}: {anc} is a file, not a folder, so the site dataset cannot be made under it",
+                         hint="choose a path whose folders are folders")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {p}: cannot write into {anc} (permission denied)", hint="choose a folder you can write to")
+
+
 def ingest_archive(
     archive: str | os.PathLike,
     out: str | os.PathLike,
@@ -156,8 +175,12 @@ def ingest_archive(
     """
     cfg = config or Config()
     archive = os.fspath(archive)
+    if os.path.exists(archive) and not os.path.isdir(archive):
+        raise InputUnreadable(f"{archive}: is a file, not the folder of a Darshan log tree",
+                              hint="give the root of the log tree (the folder holding YYYY/M/D); to read one log: iodiag report " + archive)
     if not os.path.isdir(archive):
-        raise InputNotFound(f"{archive}: no such directory", hint="give the root of the Darshan log tree (the folder holding YYYY/M/D)")
+        raise InputNotFound(f"{archive}: no such folder", hint="give the root of the Darshan log tree (the folder holding YYYY/M/D)")
+    check_dataset_path(out)
     if workers is not None and workers < 0:
         raise UsageError(f"--workers {workers}: must be 0 (no Dask) or more")
     if cluster == "local":
@@ -175,8 +198,18 @@ def ingest_archive(
     if not any(n for _, _, n in listings):  # before anything is written: an empty dataset helps no one
         raise InputNotFound(f"{archive}: no Darshan logs found (*.darshan under YYYY/M/D/ folders)",
                             hint="give the root of the site's Darshan log tree (the folder holding YYYY/)")
-    store = SiteStore(out, archive)
-    summary = IngestSummary(out=str(out), run=store.run)
+    try:
+        store = SiteStore(out, archive)
+        summary = IngestSummary(out=str(out), run=store.run)
+        return _ingest_into(store, summary, archive, out, listings, cfg, emit, t0, client=client, scheduler=scheduler,
+                            workers=workers, cluster=cluster, cluster_options=cluster_options)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted before any log was read: nothing was added to {out}",
+                          hint="run the same command again") from None
+
+
+def _ingest_into(store, summary, archive, out, listings, cfg, emit, t0, *, client, scheduler, workers, cluster,
+                 cluster_options) -> IngestSummary:
 
     # pass 1 (above): cheap listing (names, sizes, mtimes) to size the progress bar and
     # find what changed; only per-directory signatures are kept
@@ -201,6 +234,65 @@ def ingest_archive(
             yield from todo
 
     sink = _Sink(store, summary, cfg.site.part_rows, cfg.site.row_group_rows)
+    try:
+        _ingest(store, sink, summary, units, listings, changed, day_rows, cfg, emit, client=client, scheduler=scheduler,
+                workers=workers, cluster=cluster, cluster_options=cluster_options)
+    except KeyboardInterrupt:
+        with no_interrupts():  # a second Ctrl-C must not cut the dataset's state file in half
+            sink.flush()  # what finished tasks returned: the next run skips those logs
+            summary.seconds = time.perf_counter() - t0
+            store.finish({**{k: v for k, v in summary.to_dict().items() if k not in ("out",)}, "interrupted": True})
+        if not summary.logs_read:
+            raise Interrupted(f"interrupted before any log was read: nothing was added to {out}",
+                              hint="run the same command again") from None
+        raise Interrupted(f"interrupted: {out} keeps the {summary.logs_read} logs read so far ({summary.jobs} jobs, "
+                          f"{summary.errors} damaged-log entries)",
+                          hint="run the same command again to read the rest (logs already read are skipped)") from None
+    summary.seconds = time.perf_counter() - t0
+    store.finish({k: v for k, v in summary.to_dict().items() if k not in ("out",)})
+    return summary
+
+
+@contextlib.contextmanager
+def no_interrupts():
+    """SIGINT ignored inside (in the main thread; elsewhere nothing changes): child processes started here inherit
+    that (a terminal's Ctrl-C reaches only this process, which then stops them in order), and cleanup is not cut
+    short by a second Ctrl-C."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@contextlib.contextmanager
+def held_interrupts():
+    """SIGINT held inside, in the main thread, and delivered when the block ends.  Child processes started inside
+    ignore it for good: a terminal's Ctrl-C then reaches only this process, which stops them in order, instead of
+    every Dask worker printing its own traceback."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    # blocked: a Ctrl-C typed meanwhile waits (Linux never discards a blocked signal, even an ignored one);
+    # ignored: what child processes inherit across exec (Python then installs no KeyboardInterrupt of its own)
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # the waiting Ctrl-C, if any, is raised here
+
+
+def _ingest(store, sink, summary, units, listings, changed, day_rows, cfg, emit, *, client, scheduler, workers, cluster,
+            cluster_options) -> None:
     upper = sum(n for rel, _, n in listings if rel in changed)  # logs in changed directories
 
     def make_batches(nworkers: int) -> Iterator[list[Unit]]:
@@ -232,9 +324,6 @@ def ingest_archive(
         from .worker import to_table
 
         store.write_part({"days": to_table(day_rows, DAY_COLUMNS)})
-    summary.seconds = time.perf_counter() - t0
-    store.finish({k: v for k, v in summary.to_dict().items() if k not in ("out",)})
-    return summary
 
 
 # What the local cluster of an ingest leaves out.  Its workers spend their
@@ -270,7 +359,7 @@ def _jobqueue_cluster(kind: str, cfg: Config, options: dict[str, Any] | None):
     env = {"DASK_" + k.upper().replace(".", "__").replace("-", "_"): str(v) for k, v in QUIET_DASK.items()}
     kwargs = jobqueue_kwargs(cores=opts["cores"], memory=opts["memory"], walltime=opts["walltime"], queue=opts["queue"],
                              account=opts["account"], log_directory=opts["log_directory"], env=env)
-    with dask.config.set(QUIET_DASK):  # the scheduler, in this process
+    with dask.config.set(QUIET_DASK), held_interrupts():  # the scheduler, in this process
         return start_jobqueue_cluster(kind, jobs=opts["jobs"], **kwargs), opts
 
 
@@ -281,9 +370,17 @@ def local_cluster(n_workers: int):
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set(QUIET_DASK):  # read when the scheduler and the workers start
-        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                            dashboard_address=":0", silence_logs=logging.ERROR)
+    # silence_logs=CRITICAL: a worker that misses a heartbeat under load logs a traceback at ERROR level though the
+    # ingest goes on (a task that fails comes back to the driver, which records its logs as error rows)
+    cluster = None
+    try:
+        with dask.config.set(QUIET_DASK), held_interrupts():  # read when the scheduler and the workers start
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+    except KeyboardInterrupt:  # typed while the workers started: stop them before saying so
+        _quiet_interrupted(None, cluster)
+        raise
+    return cluster
 
 
 def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestSummary, emit: Progress, *,
@@ -339,8 +436,32 @@ def _run_dask(make_batches, cfg: Config, run: int, sink: _Sink, summary: IngestS
             ac.add(fut)
         for fut in ac:
             collect(fut)
+    except KeyboardInterrupt:
+        # Ctrl-C: stop our workers in order and without their shutdown noise, then say what was kept
+        _quiet_interrupted(own_client, own_cluster)
+        own_client = own_cluster = None
+        raise
     finally:
-        if own_client is not None:
-            own_client.close()
-        if own_cluster is not None:
-            own_cluster.close()
+        _close_quietly(own_client, own_cluster)
+
+
+def _quiet_interrupted(client, cluster) -> None:
+    """After a Ctrl-C: Dask's loggers silenced (a cluster stopped mid-task logs every cancelled task), then
+    ``_close_quietly``, immune to a second Ctrl-C."""
+    import logging
+
+    with no_interrupts():
+        for name in ("distributed", "tornado", "asyncio"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        _close_quietly(client, cluster)
+
+
+def _close_quietly(client, cluster) -> None:
+    """Close what ``_run_dask`` started; errors of a cluster already going down are not the user's business."""
+    for thing in (client, cluster):
+        if thing is None:
+            continue
+        try:
+            thing.close()
+        except Exception:  # noqa: BLE001 - closing after an interrupt: whatever Dask's state, the ingest is over
+            pass

@@ -7,6 +7,7 @@ import json
 from typing import Any, Sequence
 
 from ..units import fmt_bytes, fmt_compact, fmt_pct
+from ..reports.textout import Col, cut_middle, plain_table, wrap_plain
 
 
 def _hours(s: Any) -> str:
@@ -48,12 +49,12 @@ def _sections(rep: dict[str, Any]):
     yield ("What to change: recommendations by recoverable core-hours",
            ["finding", "jobs", "recoverable core-h", "% of core-h", "what to change", "costs most (core-h)"],
            [[r["finding"], str(r["jobs"]), _ch(r["recoverable_core_hours"]), fmt_pct(r["recoverable_share"]),
-             r["action"] + (f" Users are told ({r['site_advice']})" if r.get("site_advice") else ""),
+             r["action"],
              "users: " + _who(r["users"], "user") + "; programs: " + _who(r["executables"], "exe")] for r in rep.get("recommendations", [])]
            or [["(nothing recoverable)", "", "", "", "", ""]])
     for key, title in (("user", "Users to contact first"), ("exe", "Executables to look at first")):
         rows = rep["top_users" if key == "user" else "top_executables"]
-        yield (title, [key, "jobs", "affected", "recoverable core-h", "costliest finding (core-h)", "affected core-h", "findings"],
+        yield (title, [key, "jobs", "affected", "recoverable core-h", "costliest (core-h)", "affected core-h", "findings"],
                [[str(r[key]) or "?", str(r["jobs"]), str(r["jobs_affected"]), _ch(r.get("recoverable_core_hours")),
                  f"{r.get('costliest_finding') or '-'} ({_ch(r.get('costliest_core_hours'))})", fmt_compact(r["affected_core_hours"]),
                  ", ".join(f"{k} x{v}" for k, v in list(r["findings"].items())[:3])] for r in rows]
@@ -93,25 +94,119 @@ def _ratio(a: Any, b: Any) -> float | None:
     return float(a) / float(b) if a is not None and b else None
 
 
-def render_text(rep: dict[str, Any]) -> str:
+# how each table of the text report gives way on a narrow terminal (textout.fit_table): priority 0 stays; the
+# highest numbers go first; "cut" columns shrink (names at their end, paths in the middle)
+_FIT = {
+    "Overview": [Col(), Col(cut="middle", min=16)],
+    "Users to contact first": [Col(cut="end", min=10), Col(), Col(4), Col(), Col(2, cut="end", min=24), Col(3), Col(5, cut="end", min=30)],
+    "Executables to look at first": [Col(cut="middle", min=14), Col(), Col(4), Col(), Col(2, cut="end", min=24), Col(3), Col(5, cut="end", min=30)],
+    "Site defaults in force (site config)": [Col(), Col(cut="end", min=20)],
+    "Findings: prevalence, by recoverable core-hours": [Col(), Col(), Col(2), Col(1), Col(3), Col(4), Col()],
+    "Trends": [Col(), Col(), Col(2), Col(3), Col(4), Col(1), Col(cut="end", min=24)],
+    "Examples": [Col(cut="middle", min=20), Col(), Col(cut="end", min=16)],
+    "Damaged or unreadable logs": [Col(), Col()],
+}
+
+
+def _wrap(out: list[str], text: str, width: int, indent: int, hang: int | None = None) -> None:
+    out.extend(wrap_plain(text, width, indent=indent, hang=hang))
+
+
+def _who_line(rows: Sequence[dict[str, Any]], key: str) -> str:
+    return ", ".join(f"{r[key]} {_ch(r['recoverable_core_hours'])}" for r in rows) or "-"
+
+
+def _advice_line(r: dict[str, Any], scope_text: dict[str, str]) -> str:
+    """The site config's advice on a finding as its own sentence: who says it, to which of the jobs, then the words."""
+    head = r["site_advice"].split(": ", 1)[0] if r.get("site_advice_text") else "Site advice"
+    scope = scope_text.get(r.get("site_advice_scope") or "")
+    which = f", for {r['site_advice_jobs']} of its {r['jobs']} jobs ({scope})" if scope else ""
+    return f"{head} in users' reports{which}: {r.get('site_advice_text') or r['site_advice']}"
+
+
+TEXT_JOBS = 3  # jobs shown under each recommendation in the text report (the JSON and HTML list top_jobs)
+
+
+def _recommendation_text(out: list[str], i: int, r: dict[str, Any], width: int) -> None:
+    """One recommendation: its headline, what to change, the site's advice on its own line (only where it applies),
+    whom to contact, and its costliest jobs with the command that reports each."""
+    from .sweeps import SCOPE_TEXT
+
+    _wrap(out, f"{i}. {r['finding']}: {_ch(r['recoverable_core_hours'])} core-h recoverable "
+               f"({fmt_pct(r['recoverable_share'])} of all core-hours), {r['jobs']} jobs", width, 2, 5)
+    _wrap(out, "What to change: " + r["action"], width, 5, 7)
+    if r.get("site_advice"):
+        _wrap(out, _advice_line(r, SCOPE_TEXT), width, 5, 7)
+    _wrap(out, "Contact (core-h each): " + _who_line(r["users"], "user"), width, 5, 7)
+    _wrap(out, "Programs (core-h each): " + _who_line(r["executables"], "exe"), width, 5, 7)
+    jobs = (r.get("top_jobs") or [])[:TEXT_JOBS]
+    if jobs:
+        more = len(r.get("top_jobs") or []) < r["jobs"]
+        out.append(f"     Jobs behind it, costliest first{' (more in --json and --html)' if more else ''}:")
+        out.extend(_job_lines(jobs, width, indent=7, advice=bool(r.get("site_advice"))))
+
+
+def _job_lines(jobs: Sequence[dict[str, Any]], width: int, *, indent: int, advice: bool = False) -> list[str]:
+    """A table of jobs (id, user, program, recoverable core-h; with ``advice``, whether the site advice is for the
+    job), each followed by the command that reports it alone (a command to paste is never cut: a long path runs
+    past the line and the terminal folds it)."""
+    specs = [Col(), Col(cut="end", min=8), Col(2, cut="middle", min=10), Col(), Col(1)] + ([Col(3)] if advice else [])
+    heads = ["job id", "user", "program", "recov. core-h", "core-h"] + (["site advice"] if advice else [])
+    rows = [[str(j.get("job_id") or "?"), j["user"], j["program"], _ch(j["recoverable_core_hours"]), fmt_compact(j["core_hours"])]
+            + (["for it" if j.get("site_advice_applies") else "not for it"] if advice else []) for j in jobs]
+    table = plain_table(heads, rows, width=width, right=[False, False, False, True, True, False], specs=specs, indent=indent)
+    out = table[:2]
+    for j, line in zip(jobs, table[2:]):
+        out.append(line)
+        if j.get("report_command"):
+            out.append(" " * (indent + 2) + j["report_command"])
+    return out
+
+
+def render_text(rep: dict[str, Any], *, width: int = 100, color: bool = False) -> str:
+    """The site report for a terminal ``width`` cells wide (tables fitted by ``textout``: columns cut or left out
+    by priority; sentences wrapped).  ``color`` is accepted for the CLI's sake: the site report has no styles."""
+    ov = rep["overview"]
     out: list[str] = []
-    for title, headers, rows in _sections(rep):
-        out.append(title)
-        right = [False] + [True] * (len(headers) - 1) if title != "Examples" else [False] * len(headers)
-        if title.startswith(("Overview", "Site defaults")):
-            right = [False, False]
-        if title.startswith("What to change") and rows and rows[0][1]:
-            # the action and who it costs are sentences: under each row, not in columns
-            out.extend("  " + ln for ln in _table(headers[:4], [r[:4] for r in rows], [False, True, True, True]))
+    title = "iodiag site report" + (f": {ov['site']}" if ov.get("site") else "")
+    out.append(title)
+    out.append("")
+    for sec_title, headers, rows in _sections(rep):
+        if sec_title.startswith("What to change"):
+            recs = rep.get("recommendations", [])
+            out.append(sec_title)
+            if not recs:
+                out.append("  (nothing recoverable: no finding has an estimated cost)")
+                out.append("")
+                continue
+            out.extend(plain_table(headers[:4], [r[:4] for r in rows], width=width, right=[False, True, True, True],
+                                   specs=[Col(cut="end", min=12), Col(), Col(), Col(1)], indent=2))
             out.append("")
-            for r in rows:
-                out.append(f"  {r[0]}: {r[4]}")
-                out.append(f"      costs most: {r[5]}")
+            for i, r in enumerate(recs, 1):
+                _recommendation_text(out, i, r, width)
+                out.append("")
+            if rep.get("top_jobs"):
+                out.append("Jobs to look at first (all findings together)")
+                out.extend(_job_lines(rep["top_jobs"], width, indent=2))
+                out.append("")
+            continue
+        out.append(sec_title)
+        if sec_title == "Examples":  # a path and a sentence per log: lines, not a table
+            arc = str(ov.get("archive") or "")
+            for path, kind, cause in rows:
+                if arc and path.startswith(arc.rstrip("/") + "/"):
+                    path = path[len(arc.rstrip("/")) + 1:]  # under the archive of the overview
+                out.append("  " + cut_middle(path, width - 2))
+                _wrap(out, f"{kind}: {cause}", width, 4, 6)
             out.append("")
             continue
-        out.extend("  " + ln for ln in _table(headers, rows, right))
+        key = next((k for k in _FIT if sec_title.startswith(k)), None)
+        right = [False] + [True] * (len(headers) - 1)
+        if sec_title.startswith(("Overview", "Site defaults")) or sec_title == "Examples":
+            right = [False] * len(headers)
+        out.extend(plain_table(headers, rows, width=width, right=right, specs=_FIT.get(key), indent=2))
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out) + "\n"
 
 
 def render_json(rep: dict[str, Any]) -> str:
@@ -139,6 +234,9 @@ th{background:#f7fafc;font-weight:600}td.num,th.num{text-align:right;font-varian
 div.plot{border:1px solid var(--line);padding:6px 4px 2px}div.plot svg{display:block;max-width:100%;height:auto;margin:0 auto}
 figcaption{font-size:12px;color:var(--muted);margin:4px 6px}
 nav.toc a{margin-right:12px;font-size:13px}
+table.jobs{font-size:12px}tr.cmd td{border-bottom:1px solid var(--line);padding:0 8px 6px 24px}
+tr.cmd code{font:12px ui-monospace,"DejaVu Sans Mono",monospace;background:#f7fafc;padding:1px 4px;user-select:all;word-break:break-all}
+table.jobs tr:has(+ tr.cmd) td{border-bottom:none}
 """
 
 
@@ -190,6 +288,30 @@ def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], num: Sequ
     return "".join(out)
 
 
+def _html_jobs(jobs: Sequence[dict[str, Any]], prefix: str, *, findings: bool = False, advice: bool = False) -> str:
+    """Jobs as a table; each job id links to the command that reports the job alone (shown under it, selectable:
+    a page without script cannot run it, the admin pastes it)."""
+    if not jobs:
+        return ""
+    esc = html.escape
+    head = (["job id", "user", "program", "recoverable core-h", "core-h"] + (["findings"] if findings else [])
+            + (["site advice"] if advice else []))
+    out = ["<table class='jobs'><tr>" + "".join(f"<th class='{'num' if h.endswith('core-h') else ''}'>{esc(h)}</th>" for h in head) + "</tr>"]
+    for n, j in enumerate(jobs):
+        anchor = f"cmd-{prefix}{n}"
+        jid = esc(str(j.get("job_id") or "?"))
+        cell = f"<a href='#{esc(anchor)}'>{jid}</a>" if j.get("report_command") else jid
+        extra = f"<td>{esc(', '.join(j.get('findings') or []))}</td>" if findings else ""
+        if advice:
+            extra += f"<td>{'for this job' if j.get('site_advice_applies') else 'not for this job'}</td>"
+        out.append(f"<tr><td>{cell}</td><td>{esc(j['user'])}</td><td>{esc(j['program'])}</td>"
+                   f"<td class='num'>{esc(_ch(j['recoverable_core_hours']))}</td><td class='num'>{esc(fmt_compact(j['core_hours']))}</td>{extra}</tr>")
+        if j.get("report_command"):
+            out.append(f"<tr class='cmd'><td colspan='{len(head)}'><code id='{esc(anchor)}'>{esc(j['report_command'])}</code></td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
 def render_html(rep: dict[str, Any]) -> str:
     """A self-contained page (inline CSS and SVG, no script): what to change first, then who, then the workload."""
     from ..reports.plots import READ, WRITE
@@ -204,7 +326,7 @@ def render_html(rep: dict[str, Any]) -> str:
              f"<header class='top'><h1>iodiag site report{' — ' + esc(site) if site else ''}</h1>"
              f"<div class='muted small'>{esc(str(ov['archive']))} · {esc(ov['first_day'] or '-')} to {esc(ov['last_day'] or '-')} · "
              f"{ov['logs_read']} logs read, {ov['logs_damaged']} damaged</div></header>",
-             "<nav class='toc'><a href='#change'>What to change</a><a href='#contact'>Whom to contact</a>"
+             "<nav class='toc'><a href='#change'>What to change</a><a href='#contact'>Whom to contact</a><a href='#jobs'>Jobs</a>"
              "<a href='#workload'>Workload</a><a href='#findings'>All findings</a><a href='#trends'>Trends</a><a href='#errors'>Damaged logs</a></nav>"]
     rec_total = ov.get("recoverable_core_hours") or 0.0
     cards = [(f"{ov['jobs']:,}", "jobs"), (fmt_compact(ov["core_hours"]), "core-hours"), (_hours(ov["io_time_s"]), "I/O time (process-hours)"),
@@ -222,17 +344,23 @@ def render_html(rep: dict[str, Any]) -> str:
                                   [("recoverable core-hours", "#2f855a", [r["recoverable_core_hours"] for r in top])],
                                   unit="core-hours", width=900, fmt=_ch),
                            "Each bar: core-hours the site would get back if the finding were fixed in every job that has it."))
+        from .sweeps import SCOPE_TEXT
+
         for i, r in enumerate(recs[:8], 1):
-            told = (f"<div class='told small'><b>Users' reports say</b> (site config): {esc(r['site_advice'])}</div>"
-                    if r.get("site_advice") else "")
-            parts.append(f"<div class='rec'><h3>{i}. {esc(r['finding'])} — {esc(_ch(r['recoverable_core_hours']))} core-hours "
+            told = (f"<div class='told small'>{esc(_advice_line(r, SCOPE_TEXT))}</div>" if r.get("site_advice") else "")
+            parts.append(f"<div class='rec' id='rec-{esc(r['finding'])}'><h3>{i}. {esc(r['finding'])} — {esc(_ch(r['recoverable_core_hours']))} core-hours "
                          f"<span class='muted small'>({esc(fmt_pct(r['recoverable_share']))} of all; {r['jobs']} jobs)</span></h3>"
                          f"<div class='what'>{esc(r['action'])}</div>{told}"
-                         f"<div class='small'>Costs most: users {esc(_who(r['users'], 'user'))}; programs {esc(_who(r['executables'], 'exe'))}</div></div>")
+                         f"<div class='small'>Contact: {esc(_who(r['users'], 'user'))}<br>Programs: {esc(_who(r['executables'], 'exe'))}</div>"
+                         + _html_jobs(r.get("top_jobs") or [], f"{r['finding']}-", advice=bool(r.get("site_advice")))
+                         + "</div>")
     else:
         parts.append("<p>No finding has an estimated cost: nothing to recover.</p>")
     # whom to contact
     parts.append("<h2 id='contact'>Whom to contact first</h2>")
+    if rep.get("top_jobs"):
+        parts.append("<h3 id='jobs'>Jobs to look at first (all findings together)</h3>")
+        parts.append(_html_jobs(rep["top_jobs"], "top-", findings=True))
     for key, title in (("user", "Users"), ("exe", "Executables")):
         rows = rep["top_users" if key == "user" else "top_executables"]
         if not rows:
@@ -305,19 +433,28 @@ def defaults_sections(res: dict[str, Any]):
                    ["rules"], [[ln] for ln in tr["rules"]], notes)
 
 
-def render_defaults_text(res: dict[str, Any]) -> str:
-    out = [f"Site defaults from {res['dataset']} ({res['jobs']} jobs, {fmt_compact(res['core_hours'])} core-hours) "
-           f"and {len(res['sweeps'])} sweep table(s)", ""]
+def render_defaults_text(res: dict[str, Any], *, width: int = 100) -> str:
+    """The site-defaults result for a terminal ``width`` cells wide: tables fitted (the setting names cut in the
+    middle, the arithmetic and geometric means left out first), rules and notes wrapped at spaces."""
+    out: list[str] = []
+    _wrap(out, f"Site defaults from {res['dataset']} ({res['jobs']} jobs, {fmt_compact(res['core_hours'])} core-hours) "
+               f"and {len(res['sweeps'])} sweep table(s)", width, 0, 2)
+    out.append("")
     for title, headers, rows, notes in defaults_sections(res):
-        out.append(title)
+        _wrap(out, title, width, 0, 2)
         if headers == ["rules"]:
-            out.extend("  " + r[0] for r in rows)
+            for r in rows:
+                _wrap(out, r[0], width, 2, 6)
         else:
-            out.extend("  " + ln for ln in _table(headers, rows, [False] + [True] * (len(headers) - 1)))
-        out.extend("  " + n for n in notes)
+            specs = ([Col(), Col(3), Col(4), Col(1), Col(2), Col()] if headers == DEFAULTS_HEADERS
+                     else [Col(cut="middle", min=16)] + [Col() for _ in headers[1:]])
+            out.extend(plain_table(headers, rows, width=width, right=[False] + [True] * (len(headers) - 1), specs=specs,
+                                   indent=2))
+        for n in notes:
+            _wrap(out, n, width, 2, 4)
         out.append("")
     out.append("Proposed site configuration (write it with --toml PATH):")
-    out.append(render_site_toml(res))
+    out.append(render_site_toml(res, width=width))
     return "\n".join(out)
 
 
@@ -325,27 +462,58 @@ def _toml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
-def render_site_toml(res: dict[str, Any], *, generated: str | None = None) -> str:
+def _toml_long(key: str, text: str, width: int) -> list[str]:
+    """``key = "text"``, as a multi-line basic string folded at spaces when the line would pass ``width``: each
+    line ends in a backslash, which TOML reads as "no line break here", so the value is the same one-line text."""
+    one = f"{key} = {_toml_str(text)}"
+    if len(one) <= width:
+        return [one]
+    body = _toml_str(text)[1:-1]  # escaped, without its quotes
+    words, lines, cur = body.split(" "), [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width - 4:
+            lines.append(cur + " \\")
+            cur = w
+        else:
+            cur = f"{cur} {w}" if cur else w
+    lines.append(cur + '"""')
+    return [f'{key} = """\\'] + ["  " + ln for ln in lines]
+
+
+def render_site_toml(res: dict[str, Any], *, generated: str | None = None, width: int = 100) -> str:
     """The proposed site config as TOML that ``config.load_config`` reads (``--site-config``, $IODIAG_SITE_CONFIG)."""
     cfg = res["config"]
     lines = ["# iodiag site config, proposed by `iodiag site defaults`" + (f" on {generated}" if generated else ""),
-             f"# from the site dataset {res['dataset']} ({res['jobs']} jobs) and the sweeps:"]
+             f"# from the site dataset ({res['jobs']} jobs):", f"#   {res['dataset']}", "# and the sweeps:"]
     lines += [f"#   {s}" for s in res["sweeps"]]
-    lines += ["# Deploy it as /etc/iodiag/site.toml or point $IODIAG_SITE_CONFIG at it; a user's --config overrides it.",
+    lines += ["# Deploy it as /etc/iodiag/site.toml or point $IODIAG_SITE_CONFIG at it;",
+              "# a user's --config overrides it.",
               "# Any section of the iodiag config may be added to set site thresholds, e.g.:",
               "#   [severity]", "#   high = 0.2      # share of a job's run time a problem costs to be 'high'",
               "#   [small_io]", "#   size_bytes = 102400", "", "[site]"]
     if cfg.get("name"):
         lines.append(f"name = {_toml_str(cfg['name'])}")
-    lines.append("rules = [" + ("" if not cfg["rules"] else "\n" + "".join(f"  {_toml_str(r)},\n" for r in cfg["rules"])) + "]")
+    lines.append("rules = [" + ("]" if not cfg["rules"] else ""))
+    for r in cfg["rules"]:
+        item = _toml_long("", r, width - 3)
+        item[0] = item[0][3:]  # (no key: an array item)
+        item[-1] += ","
+        lines.extend("  " + ln for ln in item)
+    if cfg["rules"]:
+        lines.append("]")
     lines += ["", "[site.defaults]"]
     for t in res["tunables"]:
         tab = t["site"] or t["measured"]
         sc = next(s for s in tab["defaults"] if s["setting"] == t["default"])
-        lines.append(f"# {t['tunable']}: {fmt_pct(sc[t['mean']])} of the best in {t['mean']} mean "
-                     f"({'weighted by the site mix' if t['site'] else 'uniform over the sweep'})")
+        lines.append(f"# {t['tunable']}: {fmt_pct(sc[t['mean']])} of the best ({t['mean']} mean, "
+                     f"{'by the site mix' if t['site'] else 'sweep cases alike'})")
         lines.append(f"{_toml_str(t['tunable'])} = {_toml_str(t['default'])}")
     lines += ["", "[site.advice]"]
     for fid, text in cfg["advice"].items():
-        lines.append(f"{_toml_str(fid)} = {_toml_str(text)}")
+        lines.extend(_toml_long(_toml_str(fid), text, width))
+    if cfg.get("advice_scope"):
+        lines += ["", "# which jobs each advice is for (serial-read, serial-write; none: every job)",
+                  "[site.advice_scope]"]
+        for fid, scope in cfg["advice_scope"].items():
+            lines.append(f"{_toml_str(fid)} = {_toml_str(scope)}")
     return "\n".join(lines) + "\n"

@@ -305,3 +305,24 @@ def map_jobs(jobs, table: SweepTable, *, weight: str = "io") -> JobMix:
             rows.append((keys[i], s, float(w[i]) * f, *(float(feats[k][i]) for k in feats)))
     frame = pd.DataFrame(rows, columns=["job_key", "scenario", "weight", *feats])
     return JobMix(frame, n, n - sum(unmapped.values()), unmapped, w_un)
+
+
+SCOPE_TEXT = {"serial-read": "those reading files through POSIX, without MPI-IO",
+              "serial-write": "those writing files through POSIX, without MPI-IO"}
+
+
+def scope_mask(jobs, scope: str | None) -> np.ndarray:
+    """Which of ``jobs`` a site advice of ``scope`` is for (``[site.advice_scope]``, written by ``site defaults``):
+    serial-read, the jobs a read sweep stands for (they read through POSIX, without MPI-IO, with a read size and
+    file size the read-pattern mapping can use); serial-write, jobs writing through POSIX without MPI-IO.  No scope
+    (advice written by hand): every job."""
+    n = len(jobs)
+    if not scope:
+        return np.ones(n, bool)
+    inp = job_inputs(jobs)
+    mpiio = jobs["uses_mpiio"].fillna(False).to_numpy(dtype=bool) if "uses_mpiio" in jobs else np.zeros(n, bool)
+    if scope == "serial-read":
+        return (inp["reads"] > 0) & ~mpiio & np.isfinite(inp["read_request_bytes"]) & np.isfinite(inp["read_file_coverage"])
+    if scope == "serial-write":
+        return (inp["writes"] > 0) & ~mpiio
+    return np.ones(n, bool)

@@ -304,9 +304,7 @@ def analyze_table(tab) -> tuple[list, list]:
     shown = [(c, h, p) for c, h, p in _MEASURES if c in tab.columns]
     if "time_s_min" in tab.columns:  # each point's repetitions: their range, and that range over their median
         shown.insert(next((i + 1 for i, m in enumerate(shown) if m[0] == "time_s_ci95"), len(shown)), ("spread", "spread", 2))
-    import pandas as pd
-
-    cols = [(c, "right" if pd.api.types.is_numeric_dtype(tab[c]) else "left", Col(cut="middle", min=24)) for c in conf]
+    cols = [(c, "right" if tab[c].dtype.kind in "iufc" else "left", Col(cut="middle", min=24)) for c in conf]
     cols += [(h, "right", Col(p)) for _, h, p in shown]
 
     def cell(v) -> str:

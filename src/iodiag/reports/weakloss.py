@@ -8,6 +8,7 @@ from typing import Sequence
 
 from ..analyzers.weakloss import COMPONENTS, WORDS
 from .svg import esc
+from ..units import fmt_pct
 
 KEYS = (*COMPONENTS, "unexplained")
 LETTER = {"io": "I", "compute": "C", "task_overhead": "O", "transfer_spill": "T", "startup_shutdown": "S",
@@ -37,7 +38,7 @@ def text_lines(rows: Sequence[dict], *, width: int = 48) -> list[str]:
         parts = _parts(r)
         neg = "".join(LETTER[k] * round(-v / full * width) for k, v in parts.items() if v < 0)
         pos = "".join(LETTER[k] * round(v / full * width) for k, v in parts.items() if v > 0)
-        eff = f", weak efficiency {r['efficiency']:.0%}" if r.get("efficiency") else ""
+        eff = f", weak efficiency {fmt_pct(r['efficiency'])}" if r.get("efficiency") else ""
         out.append(f"  {r['p']} vs {r['p0']} workers: T {r['T0_s']:.2f} s -> {r['T_s']:.2f} s, loss "
                    f"{r['loss_s']:+.2f} s [{r['loss_band_s'][0]:+.2f}, {r['loss_band_s'][1]:+.2f}]{eff}"
                    f" ({r['base_runs']} and {r['runs']} runs)")
@@ -89,7 +90,7 @@ def html_page(rows: Sequence[dict], *, title: str) -> str:
         trs = "".join(f"<tr><td>{esc(WORDS[k])}</td><td style='text-align:right'>{parts[k]:+.2f}</td><td>"
                       + ("" if k == "unexplained" else f"[{r['bands_s'][k][0]:+.2f}, {r['bands_s'][k][1]:+.2f}]")
                       + ("</td><td>largest" if k == r["largest"] else "</td><td>") + "</td></tr>" for k in KEYS)
-        eff = f", weak efficiency {r['efficiency']:.0%}" if r.get("efficiency") else ""
+        eff = f", weak efficiency {fmt_pct(r['efficiency'])}" if r.get("efficiency") else ""
         body.append(f"<h2>{r['p']} vs {r['p0']} workers: loss {r['loss_s']:+.2f} s "
                     f"[{r['loss_band_s'][0]:+.2f}, {r['loss_band_s'][1]:+.2f}] (T {r['T0_s']:.2f} s &rarr; "
                     f"{r['T_s']:.2f} s{eff})</h2>{_bar_svg(r, full)}"

@@ -19,7 +19,7 @@ import numpy as np
 from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
-from ...units import fmt_pct
+from ...units import fmt_pct, fmt_seconds
 from ..metrics import metrics_of
 from ..tasktime import dask_time_of
 from ..weakloss import WORDS, weak_loss, workers_of
@@ -89,9 +89,9 @@ def _dask_loss(profiles: Sequence[JobProfile], cfg: Config) -> list[Finding]:
           "basis": w["basis"]}
     why = _grown_component(base, worst, ev) if big in ("io", "compute") else ""
     return [finding(cfg, worst, WEAK_SCALING_LOSS.id,
-                    f"weak scaling {w['efficiency']:.0%}: the run takes {w['T_s']:.1f} s at {w['p']} workers against "
-                    f"{w['T0_s']:.1f} s at {w['p0']}; largest part of the +{w['loss_s']:.2f} s: {WORDS[big]} "
-                    f"(+{comp[big]:.2f} s)", wall_s=max(w["loss_s"], 0.0), evidence=ev,
+                    f"weak scaling {fmt_pct(w['efficiency'])}: the run takes {fmt_seconds(w['T_s'])} at {w['p']} workers against "
+                    f"{fmt_seconds(w['T0_s'])} at {w['p0']}; largest part of the +{fmt_seconds(w['loss_s'])}: {WORDS[big]} "
+                    f"(+{fmt_seconds(comp[big])})", wall_s=max(w["loss_s"], 0.0), evidence=ev,
                     facts={"why": why, "largest": big, "io_traced": w["io_traced"], "p": w["p"], "p0": w["p0"]})]
 
 

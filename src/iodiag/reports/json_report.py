@@ -110,7 +110,7 @@ def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: S
 
 
 def _time(profile: JobProfile, findings: Sequence[Finding]) -> dict[str, Any]:
-    t = time_summary(profile, [f.est_cost_s for f in findings])
+    t = time_summary(profile, [(f.id, f.est_cost_s) for f in findings])
     dt = dask_time_of(profile) if len(profile.tasks) else None
     if dt is not None:
         t["dask"] = dt.to_dict()

@@ -24,8 +24,7 @@ from ..findings import Finding
 from .recommendation import Change, Recommendation
 from .rules import rule_recommendations
 
-NOT_APPLICABLE = ("not applicable: it covers xarray/Dask/Zarr conversions and reads, and this job touched no Zarr "
-                  "array and ran no Dask tasks; the changes above come from its findings")
+NOT_APPLICABLE = "not applicable (it covers xarray/Dask/Zarr jobs; this one has no Zarr array or Dask task)"
 NO_MODEL = "no trained model is available in this iodiag (recommend/model.py is not installed): rules only"
 
 

@@ -130,12 +130,12 @@ def _folder(path: str | None) -> str:
 
 
 _COLLECTIVE_CALL = {
-    "HDF5": {"read": "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);  /* the transfer list of H5Dread */",
-             "write": "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);  /* the transfer list of H5Dwrite */"},
-    "PnetCDF": {"read": "ncmpi_get_vara_<type>_all(...)  /* instead of the independent ncmpi_get_vara_<type> */",
-                "write": "ncmpi_put_vara_<type>_all(...)  /* instead of the independent ncmpi_put_vara_<type> */"},
-    "MPI-IO": {"read": "MPI_File_read_at_all(fh, offset, buf, count, type, &status);  /* not MPI_File_read_at */",
-               "write": "MPI_File_write_at_all(fh, offset, buf, count, type, &status);  /* not MPI_File_write_at */"},
+    "HDF5": {"read": "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);  /* H5Dread's */",
+             "write": "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);  /* H5Dwrite's */"},
+    "PnetCDF": {"read": "ncmpi_get_vara_<type>_all(...);  /* not ncmpi_get_vara_<type> */",
+                "write": "ncmpi_put_vara_<type>_all(...);  /* not ncmpi_put_vara_<type> */"},
+    "MPI-IO": {"read": "MPI_File_read_at_all(fh, off, buf, n, type, &st);",
+               "write": "MPI_File_write_at_all(fh, off, buf, n, type, &st);"},
 }
 
 
@@ -182,8 +182,7 @@ def _fix_many_small_files(f: Finding, j: JobFacts, c: FixContext):
             return Recommendation(
                 id="shared-file", title=f"Write one shared HDF5 file instead of {n:,} small files", gain=IO_ONLY,
                 settings={"files": 1}, changes=(
-                    Change("snippet", "H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);  /* every rank "
-                                      "opens the one file; each writes its hyperslab */"),
+                    Change("snippet", "H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);"),
                     Change("snippet", 'f = h5py.File(path, "w", driver="mpio", comm=MPI.COMM_WORLD)  # h5py')))
         return Recommendation(id="pack-files", title=f"Write {after:,} file(s) instead of {n:,} small ones",
                               settings={"files": after}, gain=IO_ONLY, changes=(
@@ -199,10 +198,11 @@ def _fix_metadata_storm(f: Finding, j: JobFacts, c: FixContext):
     x = f.facts
     kinds = {k["kind"]: k for k in x.get("kinds", ())}
     many = x.get("many", {})
-    if many.get("fsyncs") and int(f.evidence.get("fsyncs_count", 0)) > 0:
+    if many.get("fsyncs") and int(f.evidence.get("fsyncs_count", 0)) > int(f.evidence.get("opens_count", 0)):
+        # more syncs than opens: the files are synced while they are written, not once at the end
         return _fsync_rec(f, j)
     if x.get("reopened") or "netcdf-hdf5" in kinds:
-        return _open_once(f, j, (x.get("reopened") or {}).get("path"))
+        return _open_once(f, j, (x.get("reopened") or {}).get("path"), c.profile)
     if "zarr-chunk" in kinds:
         return None  # the chunking recommendation (many-small-files / task-overhead) addresses it
     if "python-import" in kinds and kinds["python-import"]["share"] >= 0.5:
@@ -218,9 +218,9 @@ def _fix_metadata_storm(f: Finding, j: JobFacts, c: FixContext):
                 id="collective-metadata", title="Collective HDF5 metadata: one process reads, all share",
                 settings={"all_coll_metadata_ops": 1, "coll_metadata_write": 1}, gain=IO_ONLY,
                 changes=(Change("snippet", "H5Pset_all_coll_metadata_ops(fapl, 1);\nH5Pset_coll_metadata_write(fapl, 1);"),))
-        return _open_once(f, j, None)
+        return _open_once(f, j, None, c.profile)
     if opened is not None and opened * 10 <= opens:
-        return _open_once(f, j, None)
+        return _open_once(f, j, None, c.profile)
     if opened is not None and opened * 10 > opens:  # about one open per file: the files are too many
         msf = c.has("many-small-files")
         return _fix_many_small_files(msf or replace(f, facts={"small_files": opened, "files_after": max(1, opened // 100)}),
@@ -246,29 +246,43 @@ def _stat_seek_rec(f: Finding, j: JobFacts) -> Recommendation:
                           changes=tuple(Change("snippet", s) for s in code))
 
 
-def _open_once(f: Finding, j: JobFacts, path: str | None) -> Recommendation:
+def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recommendation:
+    if path and profile is not None:  # the layers that file itself was opened through
+        from ..analyzers.detectors.layers import file_layers
+
+        fid = profile.files["file_id"][profile.files["path"] == path]
+        j = replace(j, layers=frozenset(file_layers(profile, fid)) or j.layers)
     p = path or "path"
     name = p.rsplit("/", 1)[-1]
     opens = int((f.facts.get("reopened") or {}).get("opens") or f.evidence.get("opens_count", 0))
-    if j.python:
-        code = (f'ds = xr.open_dataset("{p}")  # once, before the loop over steps\n'
+    netcdf = name.endswith((".nc", ".nc4", ".cdf")) or "PnetCDF" in j.layers
+    array = netcdf or name.endswith((".h5", ".hdf5", ".he5", ".grib", ".grb2"))
+    if j.python and array:
+        code = (f'ds = xr.open_dataset("{p}")  # once, before the loop\n'
                 'for t in range(ds.sizes["time"]):\n    step = ds.isel(time=t).load()')
-    elif "HDF5" in j.layers:
-        code = f'hid_t f = H5Fopen("{p}", H5F_ACC_RDONLY, fapl);  /* once; reuse f for every step, H5Fclose at the end */'
+    elif j.python:
+        code = f'f = open("{p}", "rb")  # once, before the loop; f.seek(off) per step'
+    elif "HDF5" in j.layers and not netcdf:
+        code = f'f = H5Fopen("{p}", H5F_ACC_RDONLY, fapl);  /* once; reuse f */'
+    elif netcdf:
+        code = f'nc_open("{p}", NC_NOWRITE, &ncid);  /* once; reuse ncid */'
+    elif "MPI-IO" in j.layers:
+        code = f'MPI_File_open(comm, "{p}", mode, info, &fh);  /* once */'
     else:
-        code = f'nc_open("{p}", NC_NOWRITE, &ncid);  /* once; reuse ncid for every step, nc_close at the end */'
+        code = f'fd = open("{p}", O_RDONLY);  /* once; reuse fd */'
+    # opening a NetCDF/HDF5 file also decodes its header (work outside the I/O calls): no bound for that
     return Recommendation(id="open-once", title=f"Open {name} once instead of {opens:,} times", settings={"open_once": True},
-                          changes=(Change("snippet", code),), gain=RESHAPES)
+                          changes=(Change("snippet", code),), gain=RESHAPES if array or "HDF5" in j.layers else IO_ONLY)
 
 
 def _fsync_rec(f: Finding, j: JobFacts) -> Recommendation:
     n = int(f.evidence.get("fsyncs_count") or f.evidence.get("fsyncs") or 0)
     if j.python:
-        code = "f.flush(); os.fsync(f.fileno())  # once, after the last write (not after every write)"
+        code = "f.flush(); os.fsync(f.fileno())  # once, after the last write"
     elif "HDF5" in j.layers:
-        code = "H5Fflush(fid, H5F_SCOPE_LOCAL);  /* once at the end (or at checkpoints), not after every write */"
+        code = "H5Fflush(fid, H5F_SCOPE_LOCAL);  /* once, at the end */"
     else:
-        code = "fsync(fd);  /* once before close (or at checkpoints), not after every write */"
+        code = "fsync(fd);  /* once, before close: not after each write */"
     return Recommendation(id="fsync-policy", title=f"Sync once per file, not {n:,} times" if n else
                           "Sync once per file, not after every write", settings={"fsync": "at-close"},
                           changes=(Change("snippet", code),), gain=IO_ONLY)
@@ -299,7 +313,7 @@ def _fix_stdio_heavy(f: Finding, j: JobFacts, c: FixContext):
         return NoSetting("the STDIO requests are already large: the stream buffer is not what costs here")
     buf = int(c.cfg.small_io.buffer_bytes)
     code = (f"open(path, 'rb', buffering={buf})  # or 'wb'" if j.python else
-            f"setvbuf(fp, NULL, _IOFBF, {buf});  /* right after fopen: {fmt_bytes(buf)} per fread/fwrite refill */")
+            f"setvbuf(fp, NULL, _IOFBF, {buf});  /* after fopen */")
     return Recommendation(id="buffering", title=f"Give each STDIO stream a {fmt_bytes(buf)} buffer",
                           settings={"buffering": buf}, changes=(Change("snippet", code),), gain=IO_ONLY)
 
@@ -323,21 +337,19 @@ def _fix_random_access(f: Finding, j: JobFacts, c: FixContext):
                                   Change("snippet", "H5Pset_chunk_cache(dapl, 12421, 67108864, 0.75);"),
                                   Change("snippet", 'f = h5py.File(path, "r", rdcc_nbytes=64 * 2**20)  # h5py')))
     if rw == "read":
-        code = ("data = open(path, 'rb').read()  # once; slice data[offset:offset + n] instead of seek + read"
-                if j.python else "pread(fd, buf, file_size, 0);  /* read the file once; index buf instead of "
-                                 "lseek + read per record */")
+        code = ("data = open(path, 'rb').read()  # once; then slice data" if j.python
+                else "pread(fd, buf, file_size, 0);  /* once; then index buf */")
         return Recommendation(id="read-whole", title="Read the file once, in order, and index it in memory",
                               settings={"read_whole": True}, changes=(Change("snippet", code),), gain=IO_ONLY)
-    code = ("buf[offset:offset + n] = piece  # gather in a bytearray, write it once in order" if j.python else
-            "memcpy(buf + offset, piece, n);  /* gather in memory; one write(fd, buf, size) at the end */")
+    code = ("buf[offset:offset + n] = piece  # then one f.write(buf)" if j.python else
+            "memcpy(buf + offset, piece, n);  /* then one write(fd, buf, size) */")
     return Recommendation(id="write-in-order", title="Gather scattered writes in memory and write them in order",
                           settings={"write_in_order": True}, changes=(Change("snippet", code),), gain=IO_ONLY)
 
 
 _SHARE = {"dask": ("scatter", "data = client.scatter(data, broadcast=True)  # load once, share with every task\n"
                               "# or: ds = ds.persist()  # keep the loaded array in the workers' memory"),
-          "mpi": ("broadcast", "MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);  /* rank 0 reads the file, the "
-                               "others receive it */")}
+          "mpi": ("broadcast", "MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);  /* rank 0 reads */")}
 
 
 def _fix_redundant_read(f: Finding, j: JobFacts, c: FixContext):
@@ -345,8 +357,7 @@ def _fix_redundant_read(f: Finding, j: JobFacts, c: FixContext):
     if kind in _SHARE:
         rid, code = _SHARE[kind]
     elif j.python:
-        rid, code = "read-once", ("data = open(path, 'rb').read()  # once; reuse data (functools.cache around the "
-                                  "loader) instead of reading the file again")
+        rid, code = "read-once", "data = open(path, 'rb').read()  # once; reuse data"
     else:
         rid, code = "read-once", "pread(fd, buf, size, 0);  /* once; keep buf for every later use */"
     amp = float(f.evidence.get("worst_file_amplification", 0))
@@ -356,11 +367,9 @@ def _fix_redundant_read(f: Finding, j: JobFacts, c: FixContext):
 
 def _fix_shared_file_contention(f: Finding, j: JobFacts, c: FixContext):
     if "MPI-IO" in j.layers:
-        lock = float(f.evidence.get("lock_unit_bytes") or 0)
-        extra = {"striping_unit": int(lock)} if lock else {}
-        return _collective(f, j, "write", extra)
+        return _collective(f, j, "write")
     writers = int(f.facts.get("worst_writers", 2))
-    code = ('fp = fopen(name, "w");  /* name = "<out>.%d" with the rank: one file per process, no shared locks */'
+    code = ('fp = fopen(name, "w");  /* name: "out.<rank>", one per process */'
             if not j.python else 'f = open(f"{out}.{rank}", "wb")  # one file per process')
     return Recommendation(id="file-per-process", title=f"One file per writer instead of {writers} processes on one "
                           "file", settings={"file_per_process": True}, changes=(Change("snippet", code),), gain=IO_ONLY)
@@ -432,10 +441,12 @@ def _fix_partial_log(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_read_modify_write(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _NO_RMW_HINT, _rmw_setting
+    from .rules import _rmw_setting
 
     rec = _rmw_setting(f)
-    return rec if rec is not None else NoSetting(_NO_RMW_HINT)
+    return rec if rec is not None else NoSetting(
+        "the writes are collective and off Lustre no ROMIO hint turns off collective buffering's read of the holes; "
+        "only the program's layout removes it (pieces that cover each aggregator's range)")
 
 
 def _fix_misaligned(f: Finding, j: JobFacts, c: FixContext):
@@ -492,6 +503,42 @@ def io_bound(j: JobFacts) -> float | None:
     return round(rt / rest, 3)
 
 
+_FILE_COUNTS = ("files", "files_with_small_io", "shared_files")  # evidence keys that count a finding's files
+
+
+def _files_of(fs: Sequence[Finding]) -> set[str] | None:
+    """The files the findings are about, when each finding lists all of them (None when a list is cut short or
+    a finding names no file or does not say how many it has)."""
+    out: set[str] = set()
+    for f in fs:
+        n = next((int(f.evidence[k]) for k in _FILE_COUNTS if k in f.evidence), None)
+        if not f.files or n is None or n > len(f.files):
+            return None
+        out |= set(f.files)
+    return out
+
+
+def files_bound(profile, paths: set[str], j: JobFacts) -> float | None:
+    """The most a change to these files' I/O can gain: runtime / (runtime - the job seconds the busiest process
+    spends in I/O on them, all of it)."""
+    import numpy as np
+
+    from ..analyzers.metrics import metrics_of
+    from ..analyzers.timemodel import wall_cost_of_files
+
+    rt = j.runtime_s
+    if not rt or rt <= 0:
+        return None
+    m = metrics_of(profile)
+    fid = profile.files["file_id"]
+    fids = np.unique(fid[np.isin(profile.files["path"], list(paths))])
+    lv = m.level
+    t = lv["read_s"] + lv["write_s"] + lv["meta_s"]
+    per = np.array([float(t[lv["file_id"] == i].sum()) for i in fids])
+    io = wall_cost_of_files(profile, fids, per) if len(fids) else 0.0
+    return round(rt / max(rt - min(io, rt), 0.01 * rt), 3)
+
+
 def _current_same(rec: Recommendation, j: JobFacts, c: FixContext) -> bool:
     """Whether the change is what the job already does (never propose it)."""
     ch = rec.settings.get("chunks")
@@ -541,12 +588,25 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
         if out.id in ("chunking", "layout"):  # the chunk files' opens and renames are the metadata storm's
             addresses += [g.id for g in findings if g.id == "metadata-storm"
                           and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
-        kind = out.gain
-        gain = {"gain": "unknown" if kind is not None else "none"}
-        if kind == IO_ONLY and bound is not None:
-            gain = {"gain": "bound", "speedup_low": 1.0, "speedup_high": bound,
-                    "notes": out.notes + (f"bound: the change acts inside the I/O calls, which take "
-                                          f"{j.io_wall_s:.2f} s of the {j.runtime_s:.2f} s run on the critical path; "
-                                          f"removing all of it would make the run {bound:.2f}x faster, so no more",)}
-        recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)), based_on=based, **gain)
-    return list(recs.values()) + why
+        recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)), based_on=based)
+    return [_with_gain(r, profile, j, bound, findings) for r in recs.values()] + why
+
+
+def _with_gain(r: Recommendation, profile, j: JobFacts, bound: float | None,
+               findings: Sequence[Finding]) -> Recommendation:
+    """The gain as a rule can know it: a bound for a change inside the I/O calls — over the I/O of the files its
+    findings name when the change is code on those files and the findings list every file, else over all the I/O
+    on the critical path (a hint or variable applies to every file) — unknown for a change that reshapes work."""
+    if r.gain is None:
+        return replace(r, gain="none")
+    if r.gain != IO_ONLY or bound is None:
+        return replace(r, gain="unknown")
+    paths = None
+    if all(c.kind in ("snippet", "shell") for c in r.changes) and "lfs setstripe" not in {c.name for c in r.changes}:
+        paths = _files_of([f for f in findings if f.id in r.addresses])
+    hi = files_bound(profile, paths, j) if paths else bound
+    where = (f"the I/O on the {len(paths)} file(s) it concerns" if paths else
+             f"all {j.io_wall_s:.2f} s of I/O on the critical path")
+    return replace(r, gain="bound", speedup_low=1.0, speedup_high=hi,
+                   notes=r.notes + (f"bound: the change acts inside the I/O calls; removing {where} from the "
+                                    f"{j.runtime_s:.2f} s run would make it {hi:.2f}x faster, so no more",))

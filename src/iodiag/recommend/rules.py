@@ -277,14 +277,13 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
                               changes=(Change("snippet", f"H5Pset_chunk_cache(dapl, H5D_CHUNK_CACHE_NSLOTS_DEFAULT, {buf}, "
                                                          "H5D_CHUNK_CACHE_W0_DEFAULT)"),))
     if x.get("stdio_ops", 0) >= x.get("posix_ops", 1):  # these files are mostly read/written with fread/fwrite
-        code = f"setvbuf(fp, NULL, _IOFBF, {buf});  /* right after fopen */"
+        code = f"setvbuf(fp, NULL, _IOFBF, {buf});  /* after fopen */"
     elif layer == "MPI-IO":
-        code = (f"MPI_File_{rw}_at(fh, offset, buf, {buf}, MPI_BYTE, &status);  /* one {B} {rw}; the small "
-                f"{rw}s {'come from' if rw == 'read' else 'go to'} buf */")
+        code = f"MPI_File_{rw}_at(fh, offset, buf, {buf}, MPI_BYTE, &st);"
     elif rw == "read":
-        code = f"pread(fd, buf, {buf}, offset);  /* one {B} read; the small reads come from buf */"
+        code = f"pread(fd, buf, {buf}, offset);  /* then slice buf */"
     else:
-        code = f"write(fd, buf, {buf});  /* once {B} of small pieces are gathered in buf */"
+        code = f"write(fd, buf, {buf});  /* pieces gathered in buf */"
     return Recommendation(id="buffering", gain="io-only", settings={"buffering": buf}, changes=(Change("snippet", code),),
                           title=f"Issue {B} requests instead of {many:,} small {rw}s ({seen})")
 

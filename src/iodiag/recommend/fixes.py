@@ -271,7 +271,7 @@ def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recom
     else:
         code = f'fd = open("{p}", O_RDONLY);  /* once; reuse fd */'
     # opening a NetCDF/HDF5 file also decodes its header (work outside the I/O calls): no bound for that
-    return Recommendation(id="open-once", title=f"Open {name} once instead of {opens:,} times", settings={"open_once": True},
+    return Recommendation(id="open-once", title=f"Open {name} once instead of {opens:,} times", settings={"open_once": p},
                           changes=(Change("snippet", code),), gain=RESHAPES if array or "HDF5" in j.layers else IO_ONLY)
 
 
@@ -318,6 +318,14 @@ def _fix_stdio_heavy(f: Finding, j: JobFacts, c: FixContext):
                           settings={"buffering": buf}, changes=(Change("snippet", code),), gain=IO_ONLY)
 
 
+def _array_file(f: Finding) -> str | None:
+    """The finding's one NetCDF/HDF5 file, when all its files are that one."""
+    fs = set(f.files)
+    if len(fs) == 1 and next(iter(fs)).lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
+        return next(iter(fs))
+    return None
+
+
 def _fix_random_access(f: Finding, j: JobFacts, c: FixContext):
     ev = f.evidence
     reads, writes = float(ev.get("non_sequential_reads", 1)), float(ev.get("non_sequential_writes", 0))
@@ -336,6 +344,10 @@ def _fix_random_access(f: Finding, j: JobFacts, c: FixContext):
                               settings={"chunk_cache_bytes": 64 * 2**20}, gain=IO_ONLY, changes=(
                                   Change("snippet", "H5Pset_chunk_cache(dapl, 12421, 67108864, 0.75);"),
                                   Change("snippet", 'f = h5py.File(path, "r", rdcc_nbytes=64 * 2**20)  # h5py')))
+    if rw == "read" and j.python and _array_file(f):
+        return Recommendation(id="read-whole", title="Load the variable once and index it in memory",
+                              settings={"read_whole": True}, gain=RESHAPES, changes=(
+                                  Change("snippet", f'ds = xr.open_dataset("{_array_file(f)}").load()  # once'),))
     if rw == "read":
         code = ("data = open(path, 'rb').read()  # once; then slice data" if j.python
                 else "pread(fd, buf, file_size, 0);  /* once; then index buf */")
@@ -356,13 +368,16 @@ def _fix_redundant_read(f: Finding, j: JobFacts, c: FixContext):
     kind = f.facts.get("kind", "")
     if kind in _SHARE:
         rid, code = _SHARE[kind]
+    elif j.python and _array_file(f):
+        rid, code = "read-once", f'ds = xr.open_dataset("{_array_file(f)}").load()  # once; index ds in memory'
     elif j.python:
         rid, code = "read-once", "data = open(path, 'rb').read()  # once; reuse data"
     else:
         rid, code = "read-once", "pread(fd, buf, size, 0);  /* once; keep buf for every later use */"
     amp = float(f.evidence.get("worst_file_amplification", 0))
     return Recommendation(id=rid, title=f"Read each file once (today up to {amp:.1f} times)", settings={rid: True},
-                          changes=(Change("snippet", code),), gain=IO_ONLY)
+                          changes=(Change("snippet", code),),
+                          gain=RESHAPES if j.python and _array_file(f) else IO_ONLY)  # xarray decodes on load
 
 
 def _fix_shared_file_contention(f: Finding, j: JobFacts, c: FixContext):
@@ -589,7 +604,36 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
             addresses += [g.id for g in findings if g.id == "metadata-storm"
                           and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
         recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)), based_on=based)
-    return [_with_gain(r, profile, j, bound, findings) for r in recs.values()] + why
+    out = _merge_into_open_once(list(recs.values()), findings)
+    return [_with_gain(r, profile, j, bound, findings) for r in out] + why
+
+
+# findings that a file re-opened for every step shows as well: its header and index are read again each time
+_REOPEN_SYMPTOMS = ("redundant-read", "random-access", "small-io", "stdio-heavy")
+
+
+def _merge_into_open_once(recs: list[Recommendation], findings: Sequence[Finding]) -> list[Recommendation]:
+    """A file opened again for every step is also read again (redundant-read), out of order (random-access) and
+    in small pieces (small-io): when those findings are about that file alone, opening it once is their change
+    too; their own recommendations fold into it, and it goes first (it addresses the most)."""
+    once = next((r for r in recs if r.id == "open-once" and isinstance(r.settings.get("open_once"), str)), None)
+    if once is None:
+        return recs
+    path = once.settings["open_once"]
+    by_id = {f.id: f for f in findings}
+    out, extra = [], []
+    for r in recs:
+        fs = [by_id[a] for a in r.addresses if a in by_id]
+        if r is not once and fs and all(f.id in _REOPEN_SYMPTOMS and set(f.files) == {path} for f in fs):
+            extra += [a for a in r.addresses]
+            continue
+        out.append(r)
+    done = {a for r in out for a in r.addresses}
+    extra += [f.id for f in findings if f.id in _REOPEN_SYMPTOMS and f.id not in done and set(f.files) == {path}]
+    if not extra:
+        return recs
+    merged = replace(once, addresses=tuple(dict.fromkeys(once.addresses + tuple(extra))))
+    return [merged] + [r for r in out if r is not once]
 
 
 def _with_gain(r: Recommendation, profile, j: JobFacts, bound: float | None,

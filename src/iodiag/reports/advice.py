@@ -29,7 +29,7 @@ def gain_text(r: dict[str, Any]) -> str:
     if kind == "none":
         return "not a speed-up (changes what is measured)"
     if kind is not None or (e is None and hi is None):
-        return "gain unknown — measure it: iodiag verify"
+        return "unknown — measure it: iodiag verify"
     if e is not None:  # a recommendation made before gains said how they are known
         return f"expected {e:.1f}x{band}"
     return f"{hi:.1f}x if the measured cost went away (not a prediction)"

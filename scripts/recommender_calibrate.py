@@ -68,6 +68,12 @@ def _run(args: list[str], cwd: Path, env: dict) -> tuple[float, dict]:
     return wall, {}
 
 
+def _flags(cmd: list[str]) -> str:
+    """The setting flags of a conversion command, in a fixed order (paths and the results record left out)."""
+    keys = ("--chunk-mb", "--chunks", "--compressor", "--workers", "--threads")
+    return " ".join(f"{k} {cmd[cmd.index(k) + 1]}" for k in keys if k in cmd)
+
+
 def _record(path: Path) -> dict:
     return json.loads(path.read_text())
 
@@ -138,14 +144,12 @@ def main() -> int:
                 feats = planned_features(_record(res))
                 rec = model.advise(feats)
                 row = {"pair": f"{name}:{' '.join(size)}/{comp}/{workers}w", "workload": "convert",
-                       "pattern": "conversion", "shape": "x".join(map(str, (t, p, y, x))),
-                       "before": " ".join(before[before.index("--chunk-mb") if "--chunk-mb" in before else 0:]
-                                          ).split(" --results")[0]}
+                       "pattern": "conversion", "shape": "x".join(map(str, (t, p, y, x))), "before": _flags(before)}
                 if rec.abstain or not rec.changes:
                     note({**row, "skipped": rec.abstain or "the model keeps the job's setting"})
                     continue
                 after = _apply(before, rec.changes)
-                row["after"] = " ".join(after[after.index("--compressor") - 2:]).split(" --results")[0]
+                row["after"] = _flags(after)
                 m = _timed(before, after, res, a.reps, work, env,
                            key=lambda r: (float(r["timings_s"]["total"]), float(r["timings_s"]["write"])))
                 loads.append(os.getloadavg()[0])

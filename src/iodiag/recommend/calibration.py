@@ -63,7 +63,9 @@ def fit(pairs: Sequence[dict[str, Any]]) -> tuple[float, float]:
     sxx = sum(x * x for x in xs)
     slope = sum(x * y for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0.0
     res = sorted(abs(y - slope * x) for x, y in zip(xs, ys))
-    k = min(len(res) - 1, max(0, math.ceil(COVERAGE * len(res)) - 1))
+    # the split-conformal rank: the ceil(COVERAGE * (n + 1))-th smallest residual, so that a new pair falls inside
+    # with probability at least COVERAGE (an in-sample quantile is too narrow for pairs it has not seen)
+    k = min(len(res) - 1, max(0, math.ceil(COVERAGE * (len(res) + 1)) - 1))
     return slope, res[k] if res else float("inf")
 
 

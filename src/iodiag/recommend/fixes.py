@@ -410,15 +410,27 @@ def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
         rw = "write" if j.writes else "read"
         rec = _collective(f, j, rw, {"cb_nodes": n}, already=True)
         changes = rec.changes
-        if j.lustre and x.get("top_file"):
-            changes += (setstripe(_folder(x["top_file"]), n),)
-        return replace(rec, id="aggregators", title=f"{n} collective-buffering aggregators instead of {heavy}"
-                       + (f" and the output striped over {n} OSTs" if j.lustre and x.get("top_file") else ""),
-                       settings={"cb_nodes": n, **({"stripe_count": n} if j.lustre else {})}, changes=changes)
+        stripe = None
+        if j.lustre and x.get("top_file") and sc is not None and int(sc) < n:
+            # as many OSTs as aggregators where the job's own records show that many, else all of them (-1)
+            stripe = n if _osts_seen(c.profile) >= n else -1
+            changes += (setstripe(_folder(x["top_file"]), stripe),)
+        over = "" if stripe is None else f" and the output striped over {n if stripe > 0 else 'all'} OSTs"
+        return replace(rec, id="aggregators", title=f"{n} collective-buffering aggregators instead of {heavy}" + over,
+                       settings={"cb_nodes": n, **({"stripe_count": stripe} if stripe is not None else {})},
+                       changes=changes)
     if "MPI-IO" in j.layers and not x.get("collective"):
         return _collective(f, j, "write" if j.writes else "read")
     return NoSetting(f"{heavy} process(es) carry {float(ev.get('share_of_bytes_on_heavy', 0)):.0%} of the bytes because "
                      "the program gives them that share: no I/O setting changes how it divides the data")
+
+
+def _osts_seen(profile) -> int:
+    """How many distinct Lustre OSTs the job's LUSTRE records name (0 without them)."""
+    t = profile.module("LUSTRE")
+    if t is None or "osts" not in t:
+        return 0
+    return len({o for s in set(t["osts"].tolist()) if s for o in str(s).split(",")})
 
 
 def _fix_straggler_process(f: Finding, j: JobFacts, c: FixContext):

@@ -192,11 +192,13 @@ def main() -> int:
     cols = ["pair", "workload", "pattern", "shape", "before", "after", "predicted", "predicted_low", "predicted_high",
             "wall_before_s", "wall_after_s", "section_before_s", "section_after_s", "model_before_s", "model_after_s",
             "load1", "skipped"]
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    import hashlib
+
+    sha = hashlib.sha256((REPO / "src" / "iodiag" / "recommend" / "data" / "model.json").read_bytes()).hexdigest()[:12]
     out = Path(a.out)
     with out.open("w", newline="") as fh:
-        fh.write(f"# measured by scripts/recommender_calibrate.py --reps {a.reps} at iodiag {commit} on "
+        fh.write(f"# measured by scripts/recommender_calibrate.py --reps {a.reps} with the shipped model (model.json "
+                 f"sha256 {sha}…) on "
                  f"{platform.node()} ({os.cpu_count()} cores, {platform.platform()}), "
                  f"{datetime.fromtimestamp(started, timezone.utc):%Y-%m-%d %H:%M}-"
                  f"{datetime.now(timezone.utc):%H:%M} UTC, 1-min load {min(loads, default=0):.1f}-"

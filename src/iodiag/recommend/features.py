@@ -237,8 +237,8 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
         f = _from_measured(profile, measured, workload=known)
         if record is not None:
             f["params"] = dict(record.get("params") or {})
-            # the command's parameters are known, the run's results record is not (a killed or failed run)
-            f["based_on"] = BASED_ON_PARAMS_NO_RECORD
+            if f["params"]:  # the command's parameters are known, its results record is not (a killed or failed run)
+                f["based_on"] = BASED_ON_PARAMS_NO_RECORD
     f["measured"] = measured
     for k in ("fs_type", "lustre_stripe_count", "lustre_stripe_size"):
         if measured.get(k) is not None:

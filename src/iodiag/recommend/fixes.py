@@ -252,26 +252,31 @@ def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recom
 
         fid = profile.files["file_id"][profile.files["path"] == path]
         j = replace(j, layers=frozenset(file_layers(profile, fid)) or j.layers)
-    p = path or "path"
+    p = path or (f.files[0] if f.files else "path")
     name = p.rsplit("/", 1)[-1]
     opens = int((f.facts.get("reopened") or {}).get("opens") or f.evidence.get("opens_count", 0))
+    title = (f"Open {name} once instead of {opens:,} times" if path else
+             f"Open each file once per process ({opens:,} opens of {j.files:,} file(s))")
     netcdf = name.endswith((".nc", ".nc4", ".cdf")) or "PnetCDF" in j.layers
     array = netcdf or name.endswith((".h5", ".hdf5", ".he5", ".grib", ".grb2"))
     if j.python and array:
         code = (f'ds = xr.open_dataset("{p}")  # once, before the loop\n'
                 'for t in range(ds.sizes["time"]):\n    step = ds.isel(time=t).load()')
     elif j.python:
-        code = f'f = open("{p}", "rb")  # once, before the loop; f.seek(off) per step'
-    elif "HDF5" in j.layers and not netcdf:
-        code = f'f = H5Fopen("{p}", H5F_ACC_RDONLY, fapl);  /* once; reuse f */'
+        mode = "rb" if not j.writes else "r+b"
+        code = f'f = open("{p}", "{mode}")  # once, before the loop; f.seek(off) per step'
+    elif ("HDF5" in j.layers or name.lower().endswith((".h5", ".hdf5", ".he5"))) and not netcdf:
+        code = f'f = H5Fopen("{p}", H5F_ACC_RDONLY, fapl);  /* once */'
     elif netcdf:
-        code = f'nc_open("{p}", NC_NOWRITE, &ncid);  /* once; reuse ncid */'
+        code = f'nc_open("{p}", NC_NOWRITE, &ncid);  /* once */'
     elif "MPI-IO" in j.layers:
         code = f'MPI_File_open(comm, "{p}", mode, info, &fh);  /* once */'
+    elif j.top == "STDIO":
+        code = f'fp = fopen("{p}", "{"r" if not j.writes else "r+"}");  /* once */'
     else:
-        code = f'fd = open("{p}", O_RDONLY);  /* once; reuse fd */'
+        code = f'fd = open("{p}", O_RDONLY);  /* once */'
     # opening a NetCDF/HDF5 file also decodes its header (work outside the I/O calls): no bound for that
-    return Recommendation(id="open-once", title=f"Open {name} once instead of {opens:,} times", settings={"open_once": p},
+    return Recommendation(id="open-once", title=title, settings={"open_once": p},
                           changes=(Change("snippet", code),), gain=RESHAPES if array or "HDF5" in j.layers else IO_ONLY)
 
 
@@ -615,6 +620,8 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
         if out.id in ("chunking", "layout"):  # the chunk files' opens and renames are the metadata storm's
             addresses += [g.id for g in findings if g.id == "metadata-storm"
                           and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
+            # even, larger chunks are also the change for a straggling task among too-short ones (its text says so)
+            addresses += [g.id for g in findings if g.id == "straggler-task" and out.id == "chunking"]
         recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)), based_on=based)
     out = _merge_into_open_once(list(recs.values()), findings)
     return [_with_gain(r, profile, j, bound, findings) for r in out] + why

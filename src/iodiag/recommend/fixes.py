@@ -212,14 +212,16 @@ def _fix_metadata_storm(f: Finding, j: JobFacts, c: FixContext):
     opens, opened = int(f.evidence.get("opens_count", 0)), x.get("opened_files")
     if opened is None and j.files and opens >= 10 * j.files * j.nprocs:  # every process re-opens its files
         opened = j.files
-    if opened is not None and opened * 10 <= opens and j.nprocs > 1 and ("HDF5" in j.layers or "MPI-IO" in j.layers):
-        if "HDF5" in j.layers:
+    h5 = "HDF5" in j.layers or any(p.lower().endswith((".h5", ".hdf5", ".he5")) for p in f.files)
+    if opened is not None and opened * 10 <= opens and j.nprocs > 1 and opens < 10 * opened * j.nprocs:
+        # every process opens the same few files about once: metadata each rank reads for itself
+        if h5 and j.mpi:
             return Recommendation(
                 id="collective-metadata", title="Collective HDF5 metadata: one process reads, all share",
                 settings={"all_coll_metadata_ops": 1, "coll_metadata_write": 1}, gain=IO_ONLY,
                 changes=(Change("snippet", "H5Pset_all_coll_metadata_ops(fapl, 1);\nH5Pset_coll_metadata_write(fapl, 1);"),))
-        return _open_once(f, j, None, c.profile)
-    if opened is not None and opened * 10 <= opens:
+        opened = None  # an open per rank is what MPI-IO does: no change here
+    elif opened is not None and opened * 10 <= opens:
         return _open_once(f, j, None, c.profile)
     if opened is not None and opened * 10 > opens:  # about one open per file: the files are too many
         msf = c.has("many-small-files")
@@ -276,7 +278,7 @@ def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recom
     else:
         code = f'fd = open("{p}", O_RDONLY);  /* once */'
     # opening a NetCDF/HDF5 file also decodes its header (work outside the I/O calls): no bound for that
-    return Recommendation(id="open-once", title=title, settings={"open_once": p},
+    return Recommendation(id="open-once", title=title, settings={"open_once": path or True},
                           changes=(Change("snippet", code),), gain=RESHAPES if array or "HDF5" in j.layers else IO_ONLY)
 
 

@@ -31,6 +31,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..units import fmt_bytes
+from ..analyzers.detectors.access import MISALIGNED, RANDOM_ACCESS, REDUNDANT_READ
+from ..analyzers.detectors.coverage import NO_IO, PARTIAL_LOG, STDIO_HEAVY
+from ..analyzers.detectors.layers import READ_MODIFY_WRITE
+from ..analyzers.detectors.metadata import MANY_SMALL_FILES, METADATA_STORM
+from ..analyzers.detectors.mpi import NO_COLLECTIVE_IO, SHARED_FILE_CONTENTION
+from ..analyzers.detectors.parallel import INACTIVE_RANKS, RANK_IMBALANCE, STRAGGLER_PROCESS
+from ..analyzers.detectors.scaling import WEAK_SCALING_LOSS
+from ..analyzers.detectors.smallio import SMALL_IO
+from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
 from .recommendation import Change, Recommendation
@@ -224,11 +233,11 @@ def _fix_metadata_storm(f: Finding, j: JobFacts, c: FixContext):
     elif opened is not None and opened * 10 <= opens:
         return _open_once(f, j, None, c.profile)
     if opened is not None and opened * 10 > opens:  # about one open per file: the files are too many
-        msf = c.has("many-small-files")
+        msf = c.has(MANY_SMALL_FILES.id)
         return _fix_many_small_files(msf or replace(f, facts={"small_files": opened, "files_after": max(1, opened // 100)}),
                                      j, c)
-    if c.has("many-small-files"):  # the opens are those of the many small files: fewer files is the change
-        return _fix_many_small_files(c.has("many-small-files"), j, c)
+    if c.has(MANY_SMALL_FILES.id):  # the opens are those of the many small files: fewer files is the change
+        return _fix_many_small_files(c.has(MANY_SMALL_FILES.id), j, c)
     if many.get("stats") or many.get("seeks"):
         return _stat_seek_rec(f, j)
     return None
@@ -490,7 +499,7 @@ def _fix_misaligned(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_straggler_task(f: Finding, j: JobFacts, c: FixContext):
-    if c.has("task-overhead") or c.has("many-small-files"):
+    if c.has(TASK_OVERHEAD.id) or c.has(MANY_SMALL_FILES.id):
         return None  # the chunking recommendation (even, larger chunks) is the change; see the finding's text
     return NoSetting("one task's input or its worker is slow: no setting picks out that task (split its input "
                      "into smaller chunks only when the tasks are otherwise long)")
@@ -505,24 +514,24 @@ def _fix_no_io(f: Finding, j: JobFacts, c: FixContext):
 
 
 FIXES: dict[str, Fix] = {
-    "task-overhead": _fix_task_overhead,
-    "many-small-files": _fix_many_small_files,
-    "metadata-storm": _fix_metadata_storm,
-    "small-io": _fix_small_io,
-    "stdio-heavy": _fix_stdio_heavy,
-    "random-access": _fix_random_access,
-    "redundant-read": _fix_redundant_read,
-    "shared-file-contention": _fix_shared_file_contention,
-    "no-collective-io": _fix_no_collective_io,
-    "rank-imbalance": _fix_rank_imbalance,
-    "straggler-process": _fix_straggler_process,
-    "inactive-ranks": _fix_inactive_ranks,
-    "partial-log": _fix_partial_log,
-    "read-modify-write": _fix_read_modify_write,
-    "misaligned": _fix_misaligned,
-    "straggler-task": _fix_straggler_task,
-    "weak-scaling-loss": _fix_weak_scaling_loss,
-    "no-io": _fix_no_io,
+    TASK_OVERHEAD.id: _fix_task_overhead,
+    MANY_SMALL_FILES.id: _fix_many_small_files,
+    METADATA_STORM.id: _fix_metadata_storm,
+    SMALL_IO.id: _fix_small_io,
+    STDIO_HEAVY.id: _fix_stdio_heavy,
+    RANDOM_ACCESS.id: _fix_random_access,
+    REDUNDANT_READ.id: _fix_redundant_read,
+    SHARED_FILE_CONTENTION.id: _fix_shared_file_contention,
+    NO_COLLECTIVE_IO.id: _fix_no_collective_io,
+    RANK_IMBALANCE.id: _fix_rank_imbalance,
+    STRAGGLER_PROCESS.id: _fix_straggler_process,
+    INACTIVE_RANKS.id: _fix_inactive_ranks,
+    PARTIAL_LOG.id: _fix_partial_log,
+    READ_MODIFY_WRITE.id: _fix_read_modify_write,
+    MISALIGNED.id: _fix_misaligned,
+    STRAGGLER_TASK.id: _fix_straggler_task,
+    WEAK_SCALING_LOSS.id: _fix_weak_scaling_loss,
+    NO_IO.id: _fix_no_io,
     "fsync-per-write": _fix_fsync_per_write,  # the finding is being added by another change; its fix is ready
 }
 
@@ -592,7 +601,7 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
     """The findings' changes, most costly finding first; a change several findings call for is listed once and
     addresses them all; ``NoSetting`` answers become recommendations with ``abstain`` (why no setting helps) and
     ``source`` "rules", listed after the changes."""
-    from .features import BASED_ON_PARAMS, BASED_ON_MEASURED
+    from .features import BASED_ON_MEASURED, BASED_ON_PARAMS, live_note, live_stores
 
     cfg = config or Config()
     j = job_facts(profile)
@@ -601,6 +610,7 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
     bound = io_bound(j)
     recs: dict[str, Recommendation] = {}
     why: list[Recommendation] = []
+    live: str | None = None
     for f in sorted(findings, key=lambda f: -(f.est_cost_s or 0.0)):
         fix = FIXES.get(f.id)
         if fix is None:
@@ -620,17 +630,21 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
             continue
         addresses = [f.id]
         if out.id in ("chunking", "layout"):  # the chunk files' opens and renames are the metadata storm's
-            addresses += [g.id for g in findings if g.id == "metadata-storm"
+            addresses += [g.id for g in findings if g.id == METADATA_STORM.id
                           and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
             # even, larger chunks are also the change for a straggling task among too-short ones (its text says so)
-            addresses += [g.id for g in findings if g.id == "straggler-task" and out.id == "chunking"]
-        recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)), based_on=based)
+            addresses += [g.id for g in findings if g.id == STRAGGLER_TASK.id and out.id == "chunking"]
+        if out.id in ("chunking", "layout") and live is None:
+            stores = live_stores(profile)  # chunk advice plans from the arrays' metadata: say when it was not the job's
+            live = live_note(stores) if stores else ""
+        recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)),
+                               based_on=based + ((live or "") if out.id in ("chunking", "layout") else ""))
     out = _merge_into_open_once(list(recs.values()), findings)
     return [_with_gain(r, profile, j, bound, findings) for r in out] + why
 
 
 # findings that a file re-opened for every step shows as well: its header and index are read again each time
-_REOPEN_SYMPTOMS = ("redundant-read", "random-access", "small-io", "stdio-heavy")
+_REOPEN_SYMPTOMS = (REDUNDANT_READ.id, RANDOM_ACCESS.id, SMALL_IO.id, STDIO_HEAVY.id)
 
 
 def _merge_into_open_once(recs: list[Recommendation], findings: Sequence[Finding]) -> list[Recommendation]:

@@ -677,7 +677,7 @@ def advise(findings: Sequence[Finding], config: Config | None = None) -> list[Fi
         if extra is not None:
             ev = {**ev, **extra(f, cfg)}
         text = ADVICE[f.id](replace(f, evidence=ev), cfg)
-        if f.id == "straggler-task" and any(g.id in ("task-overhead", "many-small-files") for g in findings):
+        if f.id == STRAGGLER_TASK.id and any(g.id in (TASK_OVERHEAD.id, MANY_SMALL_FILES.id) for g in findings):
             # the tasks are too short or the chunks too small: the fix grows the chunks (evenly), never splits them
             text = text.split("; split its input", 1)[0] + ("; the tasks are otherwise short (see task-overhead / "
                                                             "many-small-files): keep the chunks even-sized as they "

@@ -27,7 +27,7 @@ from iodiag.errors import IodiagError
 from iodiag.service import diagnose_report
 
 READ_ONLY_SETTINGS = {"romio_cb_read", "romio_ds_read", "ind_rd_buffer_size", "read_whole", "read-once"}
-READ_IDS = {"read-whole", "read-once", "data-sieving", "read-many-steps", "broadcast", "scatter"}
+READ_IDS = {"read-whole", "read-once", "data-sieving", "read-many-steps", "broadcast", "persist"}
 WRITE_IDS = {"write-in-order", "fsync-policy", "file-per-process", "shared-file"}
 GAINS = {"measured", "predicted", "bound", "unknown", "none"}
 

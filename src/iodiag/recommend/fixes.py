@@ -375,8 +375,7 @@ def _fix_random_access(f: Finding, j: JobFacts, c: FixContext):
                           settings={"write_in_order": True}, changes=(Change("snippet", code),), gain=IO_ONLY)
 
 
-_SHARE = {"dask": ("scatter", "data = client.scatter(data, broadcast=True)  # load once, share with every task\n"
-                              "# or: ds = ds.persist()  # keep the loaded array in the workers' memory"),
+_SHARE = {"dask": ("persist", "ds = ds.persist()  # load once into the workers; tasks reuse it"),
           "mpi": ("broadcast", "MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);  /* rank 0 reads */")}
 
 

@@ -421,7 +421,7 @@ def _alignment_changes(f: Finding) -> tuple[Change, ...]:
             () if f.facts.get("written", True) or not f.files else (Change("shell", _h5repack(f, a)),))
     if layer == "PnetCDF":
         return (_pnetcdf_env(f"nc_var_align_size={a};nc_record_align_size={a}"),
-                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}");\n'
+                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}"); '
                                   f'MPI_Info_set(info, "nc_record_align_size", "{a}");'))
     if layer == "MPI-IO":
         return (Change("config", f"striping_unit={a}", "striping_unit", a),)

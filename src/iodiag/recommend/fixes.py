@@ -638,12 +638,35 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
             live = live_note(stores) if stores else ""
         recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)),
                                based_on=based + ((live or "") if out.id in ("chunking", "layout") else ""))
-    out = _merge_into_open_once(list(recs.values()), findings)
+    out = _merge_into_chunking(_merge_into_open_once(list(recs.values()), findings), findings, j)
     return [_with_gain(r, profile, j, bound, findings) for r in out] + why
 
 
 # findings that a file re-opened for every step shows as well: its header and index are read again each time
 _REOPEN_SYMPTOMS = (REDUNDANT_READ.id, RANDOM_ACCESS.id, SMALL_IO.id, STDIO_HEAVY.id)
+
+
+def _merge_into_chunking(recs: list[Recommendation], findings: Sequence[Finding], j: JobFacts) -> list[Recommendation]:
+    """In a Dask job cut into too many chunks, each task opens the source again and reads its header and index
+    (redundant-read), jumps back to them (random-access) in small requests (small-io): at low or info severity
+    those are symptoms the chunking change removes, not changes of their own (reading the whole variable into
+    memory would contradict chunked processing)."""
+    ch = next((r for r in recs if r.id == "chunking"), None)
+    if ch is None or not j.dask:
+        return recs
+    minor = {f.id for f in findings if f.id in _REOPEN_SYMPTOMS and f.severity in ("low", "info")}
+    out, extra = [], []
+    for r in recs:
+        if r is not ch and r.addresses and set(r.addresses) <= minor:
+            extra += list(r.addresses)
+            continue
+        out.append(r)
+    done = {a for r in out for a in r.addresses}
+    extra += [i for i in minor if i not in done and i not in extra]
+    if not extra:
+        return recs
+    merged = replace(ch, addresses=tuple(dict.fromkeys(ch.addresses + tuple(sorted(extra)))))
+    return [merged if r is ch else r for r in out]
 
 
 def _merge_into_open_once(recs: list[Recommendation], findings: Sequence[Finding]) -> list[Recommendation]:

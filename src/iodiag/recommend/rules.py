@@ -769,7 +769,9 @@ def _chunks_from_tasks(f: Finding, cfg: Config, params) -> Recommendation:
         id="chunking", gain="reshapes-work", title=f"Use chunks of {tuple(plan['chunks'])} ≈ {fmt_bytes(plan['chunk_bytes'])} "
                              f"(~{plan['tasks']:,} tasks instead of {int(f.evidence['tasks']):,})",
         settings={"chunks": text},
-        changes=_arg_change(params, "chunks", text) + (Change("snippet", f"ds = ds.chunk({plan['change']})"),))
+        changes=_arg_change(params, "chunks", text) + (
+            Change("snippet", f"ds = xr.open_dataset(src, chunks={plan['change']})"),
+            Change("snippet", f"ds = ds.chunk({plan['change']})  # before to_zarr")))
 
 
 def _array_of(profile, name: str) -> dict | None:

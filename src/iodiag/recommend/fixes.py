@@ -39,6 +39,7 @@ from ..analyzers.detectors.mpi import NO_COLLECTIVE_IO, SHARED_FILE_CONTENTION
 from ..analyzers.detectors.parallel import INACTIVE_RANKS, RANK_IMBALANCE, STRAGGLER_PROCESS
 from ..analyzers.detectors.scaling import WEAK_SCALING_LOSS
 from ..analyzers.detectors.smallio import SMALL_IO
+from ..analyzers.detectors.sync import FSYNC_PER_WRITE
 from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
@@ -123,7 +124,7 @@ def hints_changes(layer: str | None, hints: Mapping[str, Any]) -> tuple[Change, 
         kv = ";".join(f"{k}={v}" for k, v in hints.items())
         return (Change("env", f'export PNETCDF_HINTS="$PNETCDF_HINTS;{kv}"', "PNETCDF_HINTS", kv),)
     lines = " ".join(f"'{k} {v}'" for k, v in hints.items())
-    cray = ":".join(f"{k}={v}" for k, v in hints.items())
+    cray = ":".join(f"{k}={v}" for k, v in hints.items() if ":" not in str(v))  # ':' separates Cray's hints
     return (Change("shell", f"printf '%s\\n' {lines} >> romio-hints", "romio-hints", dict(hints)),
             Change("env", "export ROMIO_HINTS=$PWD/romio-hints", "ROMIO_HINTS", "$PWD/romio-hints"),
             Change("env", f"export MPICH_MPIIO_HINTS='*:{cray}'  # Cray MPICH", "MPICH_MPIIO_HINTS", f"*:{cray}"))
@@ -285,14 +286,14 @@ def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recom
     elif j.top == "STDIO":
         code = f'fp = fopen("{p}", "{"r" if not j.writes else "r+"}");  /* once */'
     else:
-        code = f'fd = open("{p}", O_RDONLY);  /* once */'
+        code = f'fd = open("{p}", {"O_RDONLY" if not j.writes else "O_RDWR"});  /* once */'
     # opening a NetCDF/HDF5 file also decodes its header (work outside the I/O calls): no bound for that
     return Recommendation(id="open-once", title=title, settings={"open_once": path or True},
                           changes=(Change("snippet", code),), gain=RESHAPES if array or "HDF5" in j.layers else IO_ONLY)
 
 
 def _fsync_rec(f: Finding, j: JobFacts) -> Recommendation:
-    n = int(f.evidence.get("fsyncs_count") or f.evidence.get("fsyncs") or 0)
+    n = int(f.evidence.get("syncs") or f.evidence.get("fsyncs_count") or f.evidence.get("fsyncs") or 0)
     if j.python:
         code = "f.flush(); os.fsync(f.fileno())  # once, after the last write"
     elif "HDF5" in j.layers:
@@ -311,6 +312,8 @@ def _fix_fsync_per_write(f: Finding, j: JobFacts, c: FixContext):
 def _fix_small_io(f: Finding, j: JobFacts, c: FixContext):
     from .rules import _python_buffering, _small_io_setting
 
+    if f.facts.get("stdio"):  # small fread/fwrite calls: the stream's own buffer, or the file whole
+        return _stdio_small(f, j, c)
     if f.facts.get("python"):
         ev = f.evidence
         n = max(ev["small_reads"] + ev["small_writes"], 1)
@@ -324,7 +327,26 @@ def _fix_small_io(f: Finding, j: JobFacts, c: FixContext):
     return _small_io_setting(f, c.cfg)
 
 
+def _stdio_small(f: Finding, j: JobFacts, c: FixContext) -> Recommendation:
+    x, ev = f.facts["stdio"], f.evidence
+    buf = int(f.facts.get("buffer_bytes", c.cfg.small_io.buffer_bytes))
+    rw = "read" if ev["small_reads"] >= ev["small_writes"] else "write"
+    n = int(ev[f"small_{rw}s"])
+    if j.python:
+        code = (f"open(path, '{'rb' if rw == 'read' else 'wb'}', buffering={buf})",)
+    elif rw == "read" and x.get("top_file_bytes") and x["top_file_bytes"] <= 1 << 30:
+        code = (f"fread(buf, 1, {int(x['top_file_bytes'])}, fp);  /* the whole file once */",
+                f"setvbuf(fp, NULL, _IOFBF, {buf});  /* or at least, after fopen */")
+    else:
+        code = (f"setvbuf(fp, NULL, _IOFBF, {buf});  /* after fopen */",)
+    return Recommendation(id="buffering", title=f"Fewer, larger f{rw} calls instead of {n:,} small ones",
+                          settings={"buffering": buf}, changes=tuple(Change("snippet", t) for t in code), gain=IO_ONLY)
+
+
 def _fix_stdio_heavy(f: Finding, j: JobFacts, c: FixContext):
+    small = c.has(SMALL_IO.id)
+    if small is not None and small.facts.get("stdio"):  # the same small calls: the same change
+        return _stdio_small(small, j, c)
     if f.facts.get("large_requests"):
         return NoSetting("the STDIO requests are already large: the stream buffer is not what costs here")
     buf = int(c.cfg.small_io.buffer_bytes)
@@ -419,11 +441,13 @@ def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
     if x.get("top_file") and sc is not None and int(sc) < 8:
         return _striping(c.profile, f)
     heavy = int(ev.get("heavy_processes", 1))
-    if x.get("collective") and heavy >= 2 and j.nprocs >= 2 * heavy:
-        # the heavy processes are the collective-buffering aggregators: more of them spread the bytes
-        n = min(2 * heavy, j.nprocs)
+    if x.get("collective") and heavy < j.nprocs:
+        # the heavy processes are the collective-buffering aggregators: more of them spread the bytes (one
+        # aggregator is ROMIO's default on one node: cb_config_list *:* lets several ranks of a node aggregate)
+        n = min(max(2 * heavy, 4), j.nprocs)
         rw = "write" if j.writes else "read"
-        rec = _collective(f, j, rw, {"cb_nodes": n}, already=True)
+        rec = _collective(f, j, rw, {"cb_nodes": n, **({"cb_config_list": "*:*"} if heavy == 1 else {})},
+                          already=True)
         changes = rec.changes
         stripe = None
         if j.lustre and x.get("top_file") and sc is not None and int(sc) < n:
@@ -531,7 +555,7 @@ FIXES: dict[str, Fix] = {
     STRAGGLER_TASK.id: _fix_straggler_task,
     WEAK_SCALING_LOSS.id: _fix_weak_scaling_loss,
     NO_IO.id: _fix_no_io,
-    "fsync-per-write": _fix_fsync_per_write,  # the finding is being added by another change; its fix is ready
+    FSYNC_PER_WRITE.id: _fix_fsync_per_write,
 }
 
 

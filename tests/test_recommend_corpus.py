@@ -1,4 +1,5 @@
-""""What to change" and the headline's explained total on every corpus log (shared/darshan-logs/MANIFEST.tsv).
+""""What to change" and the headline's explained total on every corpus log (shared/darshan-logs/MANIFEST.tsv) and
+every log recorded for the tests (tests/data/darshan).
 
 - Every medium+ finding is addressed by a recommendation with a concrete change (a flag, a variable, code, a
   shell line), or the report says why no setting can help it (a recommendation of ``source`` "rules" with
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -46,6 +48,10 @@ def reports():
                 continue
             _, rep = diagnose_report(profile=prof, config=Config())
             out[row["path"]] = (prof, rep)
+    # and the logs recorded for the tests (fsync per write, one collective-buffering aggregator, tiny freads)
+    for p in sorted((Path(__file__).parent / "data" / "darshan").glob("*.darshan")):
+        prof = load_job([str(p)], config=Config())
+        out[p.name] = (prof, diagnose_report(profile=prof, config=Config())[1])
     assert len(out) > 50
     return out
 

@@ -184,7 +184,8 @@ def _lines(recs: Sequence[dict[str, Any]], *, full: bool) -> list[tuple[str, str
 
 
 def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings: Sequence[dict[str, Any]] = (),
-                           params: dict[str, Any] | None = None, color: bool = False, width: int = 100) -> str:
+                           params: dict[str, Any] | None = None, color: bool = False, width: int = 100,
+                           recorded: bool = True) -> str:
     """``iodiag recommend JOB`` on a terminal."""
     import textwrap
 
@@ -203,10 +204,17 @@ def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings
                                 initial_indent="  ", subsequent_indent="    "), markup=False)
     con.print()
     active = [r for r in recs if r.get("abstain") is None]
-    con.print("What to change" if active else "Nothing to change: no rule or model recommends a setting", style="bold")
+    reasons = any(r.get("abstain") is not None and r.get("source") == "rules" for r in recs)
+    con.print("What to change" if active else "Nothing a setting can change: why, per finding" if reasons else
+              "Nothing to change: no rule or model recommends a setting", style="bold")
     for text, style in recommendation_lines(recs, full=True, width=width - 1):
         con.print(text, style=style, markup=False, soft_wrap=True)  # a long change line stays whole
-    if active:
+    if active and not recorded:  # a log given by path: nothing iodiag recorded to re-run
+        con.print()
+        con.print(textwrap.fill("measure it: re-run the job with the change and compare (iodiag verify re-runs jobs "
+                                "recorded by iodiag run)", width - 1, initial_indent="  ", subsequent_indent="  "),
+                  style="dim", markup=False)
+    elif active:
         con.print()
         top = active[0]
         settings = set(top.get("settings") or {})

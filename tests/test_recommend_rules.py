@@ -241,7 +241,11 @@ def test_hdf5_job_with_independent_small_reads_is_told_to_read_collectively():
     assert rec.settings == {"romio_cb_read": "enable", "collective_calls": True}
     kinds = {c.kind: c for c in rec.changes}
     assert "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE)" in kinds["snippet"].text  # HDF5 by the file's name
-    assert kinds["config"].name == "romio_cb_read" and kinds["config"].value == "enable"
+    # the hint as a ROMIO hints file named by ROMIO_HINTS, and for Cray MPICH in MPICH_MPIIO_HINTS
+    assert "'romio_cb_read enable'" in kinds["shell"].text and kinds["shell"].text.endswith("romio-hints")
+    envs = {c.name: c for c in rec.changes if c.kind == "env"}
+    assert envs["ROMIO_HINTS"].text == "export ROMIO_HINTS=$PWD/romio-hints"
+    assert envs["MPICH_MPIIO_HINTS"].value == "*:romio_cb_read=enable"
     assert f"{small.evidence['small_reads']:,} small reads" in rec.title
     assert "H5Pset_dxpl_mpio" in small.recommendation and "romio_cb_read=enable" in small.recommendation
     assert f"{int(r - coll):,} of the {int(r):,} MPI-IO reads" in small.recommendation
@@ -272,11 +276,14 @@ def test_one_process_mpiio_program_is_not_told_to_go_collective():
     assert rec.changes[0].text.startswith(f"MPI_File_read_at(fh, offset, buf, {ALL_HIGH.small_io.buffer_bytes},")
 
 
-def test_small_io_change_is_for_high_findings_and_python_keeps_its_buffered_open():
-    # the same E3SM finding judged against a stricter HIGH threshold: no longer HIGH, no change
+def test_small_io_change_does_not_need_a_high_finding_and_python_keeps_its_buffered_open():
+    # the same E3SM finding judged against a stricter HIGH threshold: no longer HIGH, the same change (every
+    # finding with a known fix gets it, whatever its severity)
+    _, found, recs = _advised(E3SM)
     strict = replace(Config(), severity=replace(Config().severity, high=0.99))
-    _, found, recs = _advised(E3SM, strict)
-    assert found["small-io"].severity != "high" and _small_change(recs) is None
+    _, found2, recs2 = _advised(E3SM, strict)
+    assert found2["small-io"].severity != "high"
+    assert _small_change(recs2) is not None and _small_change(recs2).changes == _small_change(recs).changes
     _, found, recs = _advised(PYTHON)
     assert found["small-io"].facts["python"]
     rec = _small_change(recs)

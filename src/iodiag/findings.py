@@ -25,6 +25,7 @@ class FindingSpec:
       ``est_cost_s`` measures); ``notes``: further docs rows (details of the detection or of the advice).
     - ``config_keys``: the Config keys (``section.key``) the detector reads.
     - ``admin_action``: what a site admin can do about the finding across the site (site report).
+    - ``outside_io``: ``est_cost_s`` is time outside the I/O calls (counted on top of the I/O in the explained total).
     """
 
     id: str
@@ -36,6 +37,9 @@ class FindingSpec:
     config_keys: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     runs_over: str = ""
+    # the cost is time outside the I/O calls (idle Dask threads, a task's excess, time lost scaling out): the
+    # report's explained total adds it to the findings' union over the I/O (analyzers.timemodel.explained_union)
+    outside_io: bool = False
 
 
 @dataclass

@@ -32,6 +32,7 @@ finding's evidence, labelled as such.  The model is computed once per profile (`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 
@@ -489,14 +490,34 @@ def wall_cost_of_procs(profile: JobProfile, cost_p: np.ndarray) -> float:
     return _wall(tm, c * tm.proc_scale[: len(c)])
 
 
-def time_summary(profile: JobProfile, costs_s: list[float | None]) -> dict:
+def explained_union(tm: TimeModel, costs: Sequence[tuple[float | None, bool]]) -> dict[str, float]:
+    """The part of the run the findings explain, overlaps counted once.
+
+    Findings about I/O all cost part of the I/O on the critical path (``io_wall_s``: the busiest process's I/O,
+    which every finding's cost is a part of, see ``_wall``): several of them can name the same seconds (small
+    requests that are also a metadata storm on the same ranks), so together they explain no more than that I/O.
+    Findings whose cost lies outside the I/O calls (``costs``: (job seconds, outside the I/O calls) pairs, the
+    flag from the finding's spec, ``FindingSpec.outside_io``) add the time they name, and the total never exceeds
+    the run time.  ``io_s``: the I/O findings' union (at most the critical-path I/O), ``other_s``: the
+    non-I/O time named, ``sum_s``: the plain sum (what double counting would have said)."""
+    io = [float(c) for c, out in costs if c is not None and c > 0 and not out]
+    other = [float(c) for c, out in costs if c is not None and c > 0 and out]
+    io_s = min(sum(io), max(tm.io_wall_s, max(io, default=0.0))) if io else 0.0
+    other_s = tm.cap(sum(other)) if other else 0.0
+    return {"io_s": io_s, "other_s": other_s, "total_s": tm.cap(io_s + other_s), "sum_s": sum(io) + sum(other)}
+
+
+def time_summary(profile: JobProfile, costs_s: Sequence[tuple[float | None, bool]] | Sequence[float | None]) -> dict:
     """The report's ``time`` object: run time, I/O on the critical path, process-seconds of I/O, and how much of
-    the run the findings' costs (``costs_s``, job seconds each) explain.  Findings can overlap (small requests
-    that are also random), so ``explained_s`` is their sum capped by the run time: an upper bound."""
+    the run the findings explain: ``explained_s`` is the union of the findings' costs (``explained_union``: the
+    I/O findings together at most the critical-path I/O, plus the non-I/O time findings name, at most the run
+    time), with its two parts.  ``costs_s`` are (job seconds, outside the I/O calls) pairs (bare numbers count as
+    I/O)."""
     tm = time_model_of(profile)
-    known = [float(c) for c in costs_s if c is not None and c > 0]
-    explained = tm.cap(sum(known)) if known else 0.0
+    pairs = [c if isinstance(c, tuple) else (c, False) for c in costs_s]
+    u = explained_union(tm, pairs)
     r = lambda x: None if x is None else round(float(x), 6)  # noqa: E731
     return {"runtime_s": r(tm.runtime_s), "io_wall_s": r(tm.io_wall_s), "io_share": r(tm.io_share),
-            "io_process_s": r(tm.io_process_s), "explained_s": r(explained), "explained_share": r(tm.share(explained)),
-            "basis": tm.basis}
+            "io_process_s": r(tm.io_process_s), "explained_s": r(u["total_s"]),
+            "explained_share": r(tm.share(u["total_s"])), "explained_io_s": r(u["io_s"]),
+            "explained_other_s": r(u["other_s"]), "basis": tm.basis}

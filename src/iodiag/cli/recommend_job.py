@@ -64,7 +64,8 @@ def recommend_job(target: str, *, json_out: bool = False, model: Optional[Path] 
             sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
             return
         sys.stdout.write(render_recommendations(recs, job=prof.job.job_id, findings=findings, params=adv.params,
-                                                color=use_color(color), width=terminal_width()))
+                                                color=use_color(color), width=terminal_width(),
+                                                recorded=adv.record is not None))
 
     run_guarded(body, on_ambiguous=_print_choices, json_errors="iodiag.recommend/1" if json_out else False)
 

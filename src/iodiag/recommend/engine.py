@@ -24,6 +24,7 @@ from ..findings import Finding
 from .recommendation import Change, Recommendation
 from .rules import rule_recommendations
 
+NOT_APPLICABLE = "not applicable (it covers xarray/Dask/Zarr jobs; this one has no Zarr array or Dask task)"
 NO_MODEL = "no trained model is available in this iodiag (recommend/model.py is not installed): rules only"
 
 
@@ -65,6 +66,8 @@ def _with_args(rec: Recommendation, params: Mapping[str, Any] | None) -> Recomme
         flag = "--" + k.replace("_", "-")
         if k in params and flag not in have and not (flag == "--chunks" and "--chunk-mb" in have):
             val = ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
+            if str(params[k]) == str(val):
+                continue  # the job's current value: never proposed
             extra.append(Change("arg", f"{flag} {val}", flag, val))
     return replace(rec, changes=tuple(extra) + tuple(rec.changes)) if extra else rec
 
@@ -93,6 +96,13 @@ def recommend(profile, *, metrics=None, findings: Sequence[Finding], config: Con
         tree = _with_args(_tree_advice(model, profile, metrics, params), params)
         if not tree.based_on:
             tree = replace(tree, based_on=based)
+    if tree.abstain is not None and not params and not profile.job.arrays and not len(profile.tasks):
+        # not a Dask/xarray/Zarr job: the model's silence is not news; the findings' changes are the advice
+        tree = replace(tree, abstain=NOT_APPLICABLE)
+    elif tree.abstain is None and tree.settings:
+        from .calibration import calibrated
+
+        tree = calibrated(tree)
     if tree.abstain is not None or not tree.settings:
         return rules + [tree]
     return combine(tree, rules, findings)

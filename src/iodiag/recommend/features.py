@@ -51,6 +51,8 @@ BLOCK_MB = 16.0  # block layout: ~16 MB along the leading dimension, the other d
 
 BASED_ON_PARAMS = "workload parameters and measured features"
 BASED_ON_MEASURED = "measured features only (no workload parameters: the job has no iodiag results record)"
+BASED_ON_PARAMS_NO_RECORD = ("workload parameters and measured features (the run left no results record, so the "
+                             "array's shape and timings are the measured ones)")
 
 
 # ----------------------------------------------------------------------------------------------- geometry
@@ -231,9 +233,12 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
     if record is not None and record.get("shape"):
         f = planned_features(record, snapshot=profile.job.snapshot, cwd=(profile.job.metadata or {}).get("cwd"))
     else:
-        f = _from_measured(profile, measured)
+        known = record.get("workload") if record is not None else None
+        f = _from_measured(profile, measured, workload=known)
         if record is not None:
             f["params"] = dict(record.get("params") or {})
+            if f["params"]:  # the command's parameters are known, its results record is not (a killed or failed run)
+                f["based_on"] = BASED_ON_PARAMS_NO_RECORD
     f["measured"] = measured
     for k in ("fs_type", "lustre_stripe_count", "lustre_stripe_size"):
         if measured.get(k) is not None:
@@ -322,9 +327,12 @@ def _why_no_arrays(profile) -> str:
     return "the job touched no Zarr array"
 
 
-def _from_measured(profile, measured: Mapping[str, Any]) -> dict[str, Any]:
-    """Scenario and setting from measurements alone: the largest Zarr array the job touched and its I/O."""
-    f: dict[str, Any] = {"based_on": BASED_ON_MEASURED, "workload": None, "pattern": None}
+def _from_measured(profile, measured: Mapping[str, Any], workload: str | None = None) -> dict[str, Any]:
+    """Scenario and setting from measurements alone: the largest Zarr array the job touched and its I/O.
+    ``workload``: the kind the job's command says it is (a conversion killed before it wrote a quarter of the
+    array is still a conversion, never advised as a read)."""
+    f: dict[str, Any] = {"based_on": BASED_ON_MEASURED, "workload": workload,
+                         "pattern": "conversion" if workload == "convert" else None}
     arrays = profile.job.arrays or []
     if not arrays:
         f["why_unknown"] = f"no Zarr array metadata ({_why_no_arrays(profile)})"
@@ -340,7 +348,9 @@ def _from_measured(profile, measured: Mapping[str, Any]) -> dict[str, Any]:
     arr_bytes = nbytes(a["shape"], a["itemsize"])
     wrote, read = float(measured.get("bytes_written") or 0), float(measured.get("bytes_read") or 0)
     # a conversion writes the array (stored bytes can be smaller when compressed, hence the margin)
-    if wrote >= 0.25 * arr_bytes:
+    if workload == "read" and read <= 0:
+        f["why_unknown"] = "the read command's run read nothing (did it finish?)"
+    elif workload is not None and workload != "read" or workload is None and wrote >= 0.25 * arr_bytes:
         f.update(workload="convert", pattern="conversion")
         if measured.get("dask_workers"):
             f["workers"] = int(measured["dask_workers"])

@@ -45,6 +45,11 @@ class Recommendation:
     based_on: str = ""  # "workload parameters and measured features" / "measured features only" / ...
     abstain: str | None = None  # why the model gives no advice here (then ``settings`` may be empty)
     notes: tuple[str, ...] = field(default=())
+    # how the gain shown is known: "measured" (iodiag verify, with its band), "predicted" (the trained model, its
+    # band shown only when validated on held-out measured pairs), "bound" (a true upper bound from the time
+    # model: speedup_high), "unknown" (measure it: iodiag verify), "none" (not a speed-up: a measurement change).
+    # A rule sets recommend.fixes.IO_ONLY / RESHAPES here; recommend.fixes turns that into "bound" / "unknown".
+    gain: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,4 +66,5 @@ class Recommendation:
             "based_on": self.based_on,
             "abstain": self.abstain,
             "notes": list(self.notes),
+            "gain": self.gain,
         }

@@ -32,7 +32,6 @@ from ..config import Config
 from ..findings import Finding
 from ..units import fmt_bytes, fmt_pct, fmt_seconds
 from .chunks import merge_plan, rechunk_plan
-from .features import live_note, live_stores
 from .recommendation import Change, Recommendation
 
 
@@ -67,7 +66,8 @@ def _small_io(f: Finding, cfg: Config) -> str:
     trace did not see (e.g. reads issued after the trace buffer filled)."""
     if f.facts.get("stdio"):
         return _small_stdio(f, cfg)
-    ev = {**f.evidence, "_python": bool(f.facts.get("python")), "_array": _interface(f)[0] in ("HDF5", "PnetCDF")
+    ev = {**f.evidence, "_python": bool(f.facts.get("python")),
+          "_writes": f.evidence["small_writes"] > f.evidence["small_reads"], "_array": _interface(f)[0] in ("HDF5", "PnetCDF")
           or bool(f.evidence.get("array_file"))}
     pat = {k: ev[k] for k in _PATTERN_KEYS if k in ev} if "dxt_small_ops" in ev else {}
     n_small = int(ev["small_reads"] + ev["small_writes"])
@@ -121,10 +121,12 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
         parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them ({how}, or write "
                            f"whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
     if n["strided"] >= 0.2 * base and "strided" not in parts:
+        whole = ("gather the strided pieces in memory and write the whole region in large blocks"
+                 if ev.get("_writes") else "read the whole strided region in large blocks and slice in memory")
         parts["strided"] = (f"{n['strided']:,} small ops step through the file at a constant {n['what']} of {n['stride']:,} B "
-                            "(strided, not random): read the whole strided region in large blocks and slice in memory, "
-                            f"or rechunk/relayout so the fields read together are contiguous; each {n['stride']:,} B step "
-                            "now costs one request")
+                            f"(strided, not random): {whole}, "
+                            f"or rechunk/relayout so the fields {'written' if ev.get('_writes') else 'read'} together "
+                            f"are contiguous; each {n['stride']:,} B step now costs one request")
         if ev.get("array_file"):
             how = ("request many steps at once (larger Dask chunks along that dimension, e.g. "
                    "open_dataset(chunks={'time': 24}))" if ev.get("_python") else
@@ -221,11 +223,11 @@ _COLLECTIVE_CALL = {
 
 
 def _hint_changes(layer: str | None, hints: Mapping[str, str]) -> tuple[Change, ...]:
-    """MPI-IO hints as changes: a PnetCDF program passes them through PNETCDF_HINTS (PnetCDF hands MPI-IO hints on
-    to MPI-IO), any other as MPI_Info keys (config lines: MPI_Info_set, or a ROMIO_HINTS file)."""
-    if layer == "PnetCDF":
-        return (_pnetcdf_env(";".join(f"{k}={x}" for k, x in hints.items())),)
-    return tuple(Change("config", f"{k}={x}", k, x) for k, x in hints.items())
+    """MPI-IO hints as changes (recommend.fixes.hints_changes: PNETCDF_HINTS for PnetCDF, else a ROMIO hints file
+    with ROMIO_HINTS and Cray's MPICH_MPIIO_HINTS)."""
+    from .fixes import hints_changes
+
+    return hints_changes(layer, hints)
 
 
 def _pnetcdf_env(hints: str) -> Change:
@@ -246,7 +248,7 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
     (the layer's collective call, romio_cb_read/write).  Otherwise the requests grow to ``buffer_bytes``: an HDF5
     chunk cache, a stdio buffer (setvbuf), or the program's own buffer.  None when nothing concrete applies."""
     x = f.facts
-    if f.severity != "high" or x.get("python") or "layers" not in x:
+    if x.get("python") or "layers" not in x:
         return None
     layer = _interface(f)[0]
     rw, many = _small_direction(f)
@@ -259,31 +261,30 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
         fix = _rmw_fix(f)
         if fix is None:
             return None
-        return Recommendation(id=READ_MODIFY_WRITE.id, settings=dict(fix[1]), changes=_hint_changes(layer, fix[1]),
+        return Recommendation(id=READ_MODIFY_WRITE.id, gain="io-only", settings=dict(fix[1]), changes=_hint_changes(layer, fix[1]),
                               title=f"Stop MPI-IO reading what it writes ({x['unasked_small_reads']:,} reads, {seen})")
     if mp and x.get("max_ranks_per_file", 0) >= 2 and mp[f"{rw}s"]:
         hints = {f"romio_cb_{rw}": "enable"}
         calls = mp[f"collective_{rw}s"] < 0.5 * mp[f"{rw}s"]  # independent calls: no collective buffering yet
         changes = ((Change("snippet", _collective_call(f, rw)),) if calls else ()) + \
             _hint_changes(layer, hints)
-        return Recommendation(id="collective-io", settings={**hints, **({"collective_calls": True} if calls else {})},
+        return Recommendation(id="collective-io", gain="io-only", settings={**hints, **({"collective_calls": True} if calls else {})},
                               changes=changes, title=f"Merge {many:,} small {rw}s ({seen}) across processes with "
                                                      f"collective MPI-IO" + (f" ({layer})" if layer else ""))
     if layer == "HDF5":
-        return Recommendation(id="chunk-cache", settings={"chunk_cache_bytes": buf},
+        return Recommendation(id="chunk-cache", gain="io-only", settings={"chunk_cache_bytes": buf},
                               title=f"Cache HDF5 chunks in {B} for {many:,} small {rw}s ({seen})",
                               changes=(Change("snippet", f"H5Pset_chunk_cache(dapl, H5D_CHUNK_CACHE_NSLOTS_DEFAULT, {buf}, "
                                                          "H5D_CHUNK_CACHE_W0_DEFAULT)"),))
     if x.get("stdio_ops", 0) >= x.get("posix_ops", 1):  # these files are mostly read/written with fread/fwrite
-        code = f"setvbuf(fp, NULL, _IOFBF, {buf});  /* right after fopen */"
+        code = f"setvbuf(fp, NULL, _IOFBF, {buf});  /* after fopen */"
     elif layer == "MPI-IO":
-        code = (f"MPI_File_{rw}_at(fh, offset, buf, {buf}, MPI_BYTE, &status);  /* one {B} {rw}; the small "
-                f"{rw}s {'come from' if rw == 'read' else 'go to'} buf */")
+        code = f"MPI_File_{rw}_at(fh, offset, buf, {buf}, MPI_BYTE, &st);"
     elif rw == "read":
-        code = f"pread(fd, buf, {buf}, offset);  /* one {B} read; the small reads come from buf */"
+        code = f"pread(fd, buf, {buf}, offset);  /* then slice buf */"
     else:
-        code = f"write(fd, buf, {buf});  /* once {B} of small pieces are gathered in buf */"
-    return Recommendation(id="buffering", settings={"buffering": buf}, changes=(Change("snippet", code),),
+        code = f"write(fd, buf, {buf});  /* pieces gathered in buf */"
+    return Recommendation(id="buffering", gain="io-only", settings={"buffering": buf}, changes=(Change("snippet", code),),
                           title=f"Issue {B} requests instead of {many:,} small {rw}s ({seen})")
 
 
@@ -293,7 +294,7 @@ def _rmw_setting(f: Finding) -> Recommendation | None:
     if fix is None:
         return None
     ev = f.evidence
-    return Recommendation(id=READ_MODIFY_WRITE.id, settings=dict(fix[1]), changes=_hint_changes(_interface(f)[0], fix[1]),
+    return Recommendation(id=READ_MODIFY_WRITE.id, gain="io-only", settings=dict(fix[1]), changes=_hint_changes(_interface(f)[0], fix[1]),
                           title=f"Stop MPI-IO reading what it writes ({int(ev['posix_reads']):,} reads, "
                                 f"{fmt_bytes(ev['posix_bytes_read'])} in all)")
 
@@ -420,8 +421,8 @@ def _alignment_changes(f: Finding) -> tuple[Change, ...]:
             () if f.facts.get("written", True) or not f.files else (Change("shell", _h5repack(f, a)),))
     if layer == "PnetCDF":
         return (_pnetcdf_env(f"nc_var_align_size={a};nc_record_align_size={a}"),
-                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}"); MPI_Info_set(info, '
-                                  f'"nc_record_align_size", "{a}");  /* the info of ncmpi_create */'))
+                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}"); '
+                                  f'MPI_Info_set(info, "nc_record_align_size", "{a}");'))
     if layer == "MPI-IO":
         return (Change("config", f"striping_unit={a}", "striping_unit", a),)
     if layer in ("POSIX", "STDIO"):
@@ -675,7 +676,13 @@ def advise(findings: Sequence[Finding], config: Config | None = None) -> list[Fi
         extra = PLANNED_EVIDENCE.get(f.id)
         if extra is not None:
             ev = {**ev, **extra(f, cfg)}
-        out.append(replace(f, evidence=ev, recommendation=ADVICE[f.id](replace(f, evidence=ev), cfg)))
+        text = ADVICE[f.id](replace(f, evidence=ev), cfg)
+        if f.id == STRAGGLER_TASK.id and any(g.id in (TASK_OVERHEAD.id, MANY_SMALL_FILES.id) for g in findings):
+            # the tasks are too short or the chunks too small: the fix grows the chunks (evenly), never splits them
+            text = text.split("; split its input", 1)[0] + ("; the tasks are otherwise short (see task-overhead / "
+                                                            "many-small-files): keep the chunks even-sized as they "
+                                                            "grow (What to change) so no single task dominates")
+        out.append(replace(f, evidence=ev, recommendation=text))
     return out
 
 
@@ -698,78 +705,52 @@ def _mount_points(profile) -> set[str]:
 
 def rule_recommendations(profile, findings: Sequence[Finding], config: Config | None = None,
                          params: Mapping[str, Any] | None = None) -> list[Recommendation]:
-    """The findings whose fix is one concrete setting, as Recommendations (most costly finding first).
+    """The findings' concrete changes as Recommendations (most costly finding first), and for the findings no
+    setting can help, why (``abstain``): one registry keyed by finding id, ``recommend.fixes.FIXES``.
 
     ``params`` are the workload's parameters as its command line gave them (``{"chunks": "1,1,90,180", "path":
     "a.zarr"}``; None when unknown, e.g. a Darshan log from elsewhere): a setting the command exposes becomes an
     ``arg`` change that ``iodiag verify`` can apply; otherwise the change is a snippet or a shell line to paste."""
-    cfg = config or Config()
-    based = "workload parameters and measured features" if params else "measured features only"
-    stores = live_stores(profile)  # chunk advice plans from the arrays' metadata: say when it was not the job's
-    live = live_note(stores) if stores else ""
-    runtime = float(profile.job.runtime_s or 0.0)
-    out: list[Recommendation] = []
-    seen: set[str] = set()
-    for f in sorted(findings, key=lambda f: -(f.est_cost_s or 0.0)):
-        rec = None
-        if f.id == TASK_OVERHEAD.id and f.facts.get("array"):
-            rec = _chunks_from_tasks(f, cfg, params)
-        elif f.id == MANY_SMALL_FILES.id and f.facts.get("zarr_grids"):
-            rec = _chunks_from_files(profile, f, params)
-        elif f.id == SMALL_IO.id and f.facts.get("python") and f.evidence.get("consecutive_ops_counter", 0) >= \
-                0.2 * max(f.evidence["small_reads"] + f.evidence["small_writes"], 1):
-            buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
-            # the direction whose small requests run consecutively is the one a buffer merges (Darshan's
-            # CONSEC counters); by count only when the counters do not tell
-            cr, cw = f.facts.get("consecutive_reads", 0), f.facts.get("consecutive_writes", 0)
-            writes = cw > cr if cr != cw else f.evidence["small_writes"] > f.evidence["small_reads"]
-            mode = "wb" if writes else "rb"
-            rec = Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
-                                 settings={"buffering": buf},
-                                 changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),))
-        elif f.id == SMALL_IO.id:
-            rec = _small_io_setting(f, cfg)
-        elif f.id == READ_MODIFY_WRITE.id:
-            rec = _rmw_setting(f)
-        elif f.id == MISALIGNED.id:
-            a = int(f.evidence["alignment_bytes"])
-            layer = _interface(f)[0]
-            rec = Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}" + (f" ({layer})" if layer else ""),
-                                 settings={"alignment": a}, changes=_alignment_changes(f))
-        elif f.id == RANK_IMBALANCE.id and f.facts.get("top_file") and int(f.evidence.get("top_file_stripe_count", 8)) < 8:
-            top = f.facts["top_file"]
-            folder = top.rsplit("/", 1)[0] or "."
-            if folder.rstrip("/") in _mount_points(profile):
-                # the file sits at the root of its file system (anonymized logs drop the folders): a default
-                # layout there would apply to everyone's new files, so the change is made on the file itself
-                cmd = f"lfs setstripe -c 8 {top}.striped  # empty file over 8 OSTs: cp the original into it, then mv"
-            else:
-                cmd = f"lfs setstripe -c 8 {folder}  # new files in it; copy {top} to restripe it"
-            rec = Recommendation(id="striping", title="Stripe the shared files over 8 OSTs", settings={"stripe_count": 8},
-                                 changes=(Change("shell", cmd),))
-        if rec is None or rec.id in seen:
-            continue
-        seen.add(rec.id)
-        addresses = [f.id]
-        if rec.id in ("chunking", "layout"):  # the chunk files' opens and renames are the metadata storm's
-            addresses += [g.id for g in findings if g.id == METADATA_STORM.id
-                          and any(k["kind"] == "zarr-chunk" for k in g.facts.get("kinds", ()))]
-        bound = _bound(f, runtime)
-        bound["notes"] = rec.notes + bound.get("notes", ())
-        out.append(replace(rec, addresses=tuple(dict.fromkeys(addresses)), **bound,
-                           based_on=based + (live if rec.id in ("chunking", "layout") else "")))
-    return out
+    from .fixes import recommendations_for
+
+    return recommendations_for(profile, findings, config, params)
 
 
-def _bound(f: Finding, runtime: float) -> dict[str, Any]:
-    """A rule predicts no speedup; it says what the finding's measured cost is worth: the run time without it
-    (``speedup_high``), with ``speedup_low`` 1 (no gain at all)."""
-    if not runtime or f.est_cost_s is None:
-        return {}
-    rest = max(runtime - float(f.est_cost_s), 0.01 * runtime)
-    return {"speedup_low": 1.0, "speedup_high": round(runtime / rest, 3),
-            "notes": (f"{f.id} costs {f.est_cost_s:.2f} s of the {runtime:.2f} s run in I/O calls ({runtime / rest:.1f}x if "
-                      "that went away); overhead outside I/O calls is not counted: iodiag verify measures the whole",)}
+def _python_buffering(f: Finding, cfg: Config) -> Recommendation | None:
+    """A buffered open for a Python program whose small requests run consecutively (Darshan's CONSEC counters
+    say which direction; by count only when they do not tell).  None when the small ops are not consecutive."""
+    ev = f.evidence
+    if ev.get("consecutive_ops_counter", 0) < 0.2 * max(ev["small_reads"] + ev["small_writes"], 1):
+        return None
+    buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
+    cr, cw = f.facts.get("consecutive_reads", 0), f.facts.get("consecutive_writes", 0)
+    writes = cw > cr if cr != cw else ev["small_writes"] > ev["small_reads"]
+    mode = "wb" if writes else "rb"
+    return Recommendation(id="buffering", title=f"Buffer small sequential requests in {fmt_bytes(buf)}",
+                          settings={"buffering": buf}, changes=(Change("snippet", f"open(path, '{mode}', buffering={buf})"),),
+                          gain="io-only")
+
+
+def _alignment_rec(f: Finding) -> Recommendation:
+    a = int(f.evidence["alignment_bytes"])
+    layer = _interface(f)[0]
+    return Recommendation(id="alignment", title=f"Align requests to {fmt_bytes(a)}" + (f" ({layer})" if layer else ""),
+                          settings={"alignment": a}, changes=_alignment_changes(f), gain="io-only")
+
+
+def _striping(profile, f: Finding) -> Recommendation:
+    """Stripe the rank-imbalance's top file (on fewer than 8 OSTs) over 8."""
+    top = f.facts["top_file"]
+    folder = top.rsplit("/", 1)[0] or "."
+    if folder.rstrip("/") in _mount_points(profile):
+        # the file sits at the root of its file system (anonymized logs drop the folders): a default
+        # layout there would apply to everyone's new files, so the change is made on the file itself
+        cmd = f"lfs setstripe -c 8 -S 4M {top}.striped  # empty file over 8 OSTs: cp the original into it, then mv"
+    else:
+        cmd = f"lfs setstripe -c 8 -S 4M {folder}  # new files in it; copy {top} to restripe it"
+    return Recommendation(id="striping", title=f"Stripe the shared files over 8 OSTs (today "
+                          f"{int(f.evidence['top_file_stripe_count'])})", settings={"stripe_count": 8},
+                          changes=(Change("shell", cmd),), gain="io-only")
 
 
 def _arg_change(params: Mapping[str, Any] | None, name: str, value: Any) -> tuple[Change, ...]:
@@ -785,10 +766,12 @@ def _chunks_from_tasks(f: Finding, cfg: Config, params) -> Recommendation:
     plan = task_chunk_plan(a, int(f.evidence["worker_threads"]), cfg.tasks.target_chunk_bytes)
     text = ",".join(str(c) for c in plan["chunks"])
     return Recommendation(
-        id="chunking", title=f"Use chunks of {tuple(plan['chunks'])} ≈ {fmt_bytes(plan['chunk_bytes'])} "
+        id="chunking", gain="reshapes-work", title=f"Use chunks of {tuple(plan['chunks'])} ≈ {fmt_bytes(plan['chunk_bytes'])} "
                              f"(~{plan['tasks']:,} tasks instead of {int(f.evidence['tasks']):,})",
         settings={"chunks": text},
-        changes=_arg_change(params, "chunks", text) + (Change("snippet", f"ds = ds.chunk({plan['change']})"),))
+        changes=_arg_change(params, "chunks", text) + (
+            Change("snippet", f"ds = xr.open_dataset(src, chunks={plan['change']})"),
+            Change("snippet", f"ds = ds.chunk({plan['change']})  # before to_zarr")))
 
 
 def _array_of(profile, name: str) -> dict | None:
@@ -809,7 +792,7 @@ def _chunks_from_files(profile, f: Finding, params) -> Recommendation | None:
     factors, new_bytes, files = merge_plan(grid, g["mean_chunk_bytes"], f.facts["target_chunk_bytes"])
     if a is None:
         dims = ", ".join(f"x{k} along dimension {d}" for d, k in enumerate(factors) if k > 1)
-        return Recommendation(id="chunking", title=f"Merge chunks of {name.rsplit('/', 1)[-1]}: {dims or 'none'} "
+        return Recommendation(id="chunking", gain="reshapes-work", title=f"Merge chunks of {name.rsplit('/', 1)[-1]}: {dims or 'none'} "
                                                    f"(≈ {fmt_bytes(new_bytes)} per chunk file)",
                               settings={"chunk_merge": list(factors)})
     new = [min(c * k, s) for c, k, s in zip(a["chunks"], factors, a["shape"])]
@@ -819,7 +802,7 @@ def _chunks_from_files(profile, f: Finding, params) -> Recommendation | None:
     title = (f"Use chunks of {tuple(new)} ≈ {fmt_bytes(math.prod(new) * a['itemsize'])} "
              f"({files:,} chunk files instead of {g['chunks']:,})")
     if f.facts.get("wrote", True):
-        return Recommendation(id="chunking", title=title, settings={"chunks": text},
+        return Recommendation(id="chunking", gain="reshapes-work", title=title, settings={"chunks": text},
                               changes=_arg_change(params, "chunks", text) + (
                                   Change("snippet", f"ds = ds.chunk({change})  # before to_zarr"),))
     # the job only read these chunks: the fix is the store's layout, made once (a rechunked copy)
@@ -830,6 +813,6 @@ def _chunks_from_files(profile, f: Finding, params) -> Recommendation | None:
                       {"src": store, "dst": copy, "chunks": text}),)
     if params and "path" in params:
         changes += (Change("arg", f"--path {copy}", "--path", copy),)
-    return Recommendation(id="layout", title="Rechunk the store once: " + title, settings={"store_chunks": text},
+    return Recommendation(id="layout", gain="reshapes-work", title="Rechunk the store once: " + title, settings={"store_chunks": text},
                           changes=changes, notes=("a data-layout change: the rechunked copy is made once, then every "
                                                   "read uses it",))

@@ -600,11 +600,49 @@ def evaluation_markdown(res: Mapping[str, Any], *, table_path: str = "", rows: i
     return "\n".join(out)
 
 
+def calibration_markdown(cal: Mapping[str, Any]) -> str:
+    """How the shipped model's predicted gains hold on measured (job, change) pairs it never saw."""
+    from .calibration import COVERAGE
+
+    out = ["## Predicted gains on measured pairs the model never saw", "",
+           "`src/iodiag/recommend/data/calibration.csv`, measured by `scripts/recommender_calibrate.py`"
+           + (f" ({cal['provenance']})" if cal.get("provenance") else "") + ". Each pair: an iodiag workload at an "
+           "array scale absent from the training table, run with a *before* setting and with the model's "
+           "recommendation, interleaved. The gain a report shows is calibrated against the whole command's wall "
+           "time: log(measured) = slope × log(raw prediction), band ± the half-width that holds "
+           f"{COVERAGE:.0%} of the pairs. *Held out*: each pair judged by the calibration fitted on the others; the "
+           f"band is shown in reports only when it held for at least {COVERAGE:.0%} of them.", ""]
+    wls = [w for w in cal if w != "provenance"]
+    if not wls:
+        return "\n".join(out + ["No measured pairs: every predicted gain is shown as unknown.", ""])
+    for wl in wls:
+        c = cal[wl]
+        if "slope" not in c:
+            out += [f"**{wl}**: {c['pairs']} measured pairs, too few to calibrate: its gains are shown as unknown.", ""]
+            continue
+        shown = "shown" if c["coverage"] >= COVERAGE else "not shown"
+        out += [f"**{wl}**: {c['pairs']} pairs; slope {c['slope']:.3f}, band ×/÷ {math.exp(c['q']):.2f}; the band held "
+                f"for **{c['coverage']:.0%}** of the held-out pairs (band {shown}).", "",
+                "| pair | before → after | raw prediction | held-out band | measured (wall) | held | measured (trained phase) |",
+                "|---|---|---:|---:|---:|:---:|---:|"]
+        for j in c["judged"]:
+            out.append(f"| `{j['pair']}` | `{j['before']}` → `{j['after']}` | {j['predicted']:.2f}× | "
+                       f"{j['low']:.2f}–{j['high']:.2f}× | {j['measured']:.2f}× | {'yes' if j['held'] else 'no'} | "
+                       f"{j['measured_trained_phase']:.2f}× |")
+        out.append("")
+    return "\n".join(out)
+
+
 def evaluate_files(*, table: str | os.PathLike, markdown: str | os.PathLike | None = None,
                    max_depth: int = MAX_DEPTH, shown_path: str | None = None) -> tuple[dict[str, Any], str]:
     rows = read_table(table)
     res = evaluate(rows, max_depth=max_depth)
     text = evaluation_markdown(res, table_path=shown_path or str(table), rows=len(rows))
+    if Path(table).resolve() == SHIPPED_TABLE.resolve():  # the measured pairs calibrate the shipped model only
+        from .calibration import evaluate as evaluate_calibration
+
+        res["calibration"] = evaluate_calibration()
+        text += calibration_markdown(res["calibration"])
     if markdown:
         Path(markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(markdown).write_text(text)

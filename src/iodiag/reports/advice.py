@@ -14,14 +14,25 @@ _KIND_LABEL = {"arg": "flag", "env": "env", "snippet": "code", "shell": "shell",
 
 
 def gain_text(r: dict[str, Any]) -> str:
-    """The expected gain with its band: "3.2x (2.1-4.0x)" for a prediction, "up to 1.5x" for a rule's bound."""
+    """The gain and how it is known (``Recommendation.gain``): measured by verify, predicted with a validated
+    band, a true upper bound from the time model, or unknown (then: measure it)."""
     e, lo, hi = r.get("expected_speedup"), r.get("speedup_low"), r.get("speedup_high")
-    if e is not None:
-        band = f" ({lo:.1f}-{hi:.1f}x)" if lo is not None and hi is not None else ""
+    kind = r.get("gain")
+    band = f" ({lo:.1f}-{hi:.1f}x)" if lo is not None and hi is not None else ""
+    if kind == "measured" and e is not None:
+        return f"measured {e:.2f}x{band} by iodiag verify"
+    if kind == "predicted" and e is not None:
+        return (f"predicted {e:.1f}x{band}, band validated on measured runs" if band else
+                f"predicted {e:.1f}x (no validated band) — measure it: iodiag verify")
+    if kind == "bound" and hi is not None:
+        return f"at most {hi:.2f}x (a bound: all the I/O it acts on removed)"
+    if kind == "none":
+        return "not a speed-up (changes what is measured)"
+    if kind is not None or (e is None and hi is None):
+        return "unknown — measure it: iodiag verify"
+    if e is not None:  # a recommendation made before gains said how they are known
         return f"expected {e:.1f}x{band}"
-    if hi is not None:
-        return f"{hi:.1f}x if the measured cost went away (not a prediction)"
-    return "gain not estimated"
+    return f"{hi:.1f}x if the measured cost went away (not a prediction)"
 
 
 def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
@@ -164,13 +175,17 @@ def _lines(recs: Sequence[dict[str, Any]], *, full: bool) -> list[tuple[str, str
                 lines.append(("      the tree's rules (▶ this job's path):", "dim", None))
                 lines += [(f"        {x}", None, "rule") for x in r["rules"]]
     for r in recs:
-        if r.get("abstain") is not None:
+        if r.get("abstain") is not None and r.get("source") == "rules":
+            lines.append((f"  no setting helps {', '.join(r.get('addresses') or ())}: {r['abstain']}", None, None))
+    for r in recs:
+        if r.get("abstain") is not None and r.get("source") != "rules":
             lines.append((f"  model: no advice — {r['abstain']}", "dim", None))
     return lines
 
 
 def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings: Sequence[dict[str, Any]] = (),
-                           params: dict[str, Any] | None = None, color: bool = False, width: int = 100) -> str:
+                           params: dict[str, Any] | None = None, color: bool = False, width: int = 100,
+                           recorded: bool = True) -> str:
     """``iodiag recommend JOB`` on a terminal."""
     import textwrap
 
@@ -189,10 +204,17 @@ def render_recommendations(recs: Sequence[dict[str, Any]], *, job: str, findings
                                 initial_indent="  ", subsequent_indent="    "), markup=False)
     con.print()
     active = [r for r in recs if r.get("abstain") is None]
-    con.print("What to change" if active else "Nothing to change: no rule or model recommends a setting", style="bold")
+    reasons = any(r.get("abstain") is not None and r.get("source") == "rules" for r in recs)
+    con.print("What to change" if active else "Nothing a setting can change: why, per finding" if reasons else
+              "Nothing to change: no rule or model recommends a setting", style="bold")
     for text, style in recommendation_lines(recs, full=True, width=width - 1):
         con.print(text, style=style, markup=False, soft_wrap=True)  # a long change line stays whole
-    if active:
+    if active and not recorded:  # a log given by path: nothing iodiag recorded to re-run
+        con.print()
+        con.print(textwrap.fill("measure it: re-run the job with the change and compare (iodiag verify re-runs jobs "
+                                "recorded by iodiag run)", width - 1, initial_indent="  ", subsequent_indent="  "),
+                  style="dim", markup=False)
+    elif active:
         con.print()
         top = active[0]
         settings = set(top.get("settings") or {})

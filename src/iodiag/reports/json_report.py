@@ -110,7 +110,9 @@ def build_report(profile: JobProfile, findings: Sequence[Finding], *, summary: S
 
 
 def _time(profile: JobProfile, findings: Sequence[Finding]) -> dict[str, Any]:
-    t = time_summary(profile, [f.est_cost_s for f in findings])
+    from ..analyzers.detectors import SPEC_BY_ID
+
+    t = time_summary(profile, [(f.est_cost_s, f.id in SPEC_BY_ID and SPEC_BY_ID[f.id].outside_io) for f in findings])
     dt = dask_time_of(profile) if len(profile.tasks) else None
     if dt is not None:
         t["dask"] = dt.to_dict()

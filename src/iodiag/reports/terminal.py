@@ -89,7 +89,11 @@ def headline(report: dict[str, Any]) -> str | None:
     if t.get("io_process_s"):
         parts.append(f"{fmt_seconds(t['io_process_s'])} of I/O summed over processes")
     if t.get("explained_s") is not None:
-        parts.append(f"findings explain up to {fmt_seconds(t['explained_s'])} ({fmt_pct(t.get('explained_share') or 0)})")
+        other = t.get("explained_other_s") or 0
+        split = (f": I/O {fmt_seconds(t.get('explained_io_s') or 0)} + outside I/O {fmt_seconds(other)}" if other and
+                 t.get("explained_io_s") else "")
+        parts.append(f"findings explain up to {fmt_seconds(t['explained_s'])} ({fmt_pct(t.get('explained_share') or 0)}"
+                     f"{split}; overlaps counted once)")
     return ": ".join(parts[:1]) + (": " + " · ".join(parts[1:]) if len(parts) > 1 else "")
 
 

@@ -129,6 +129,7 @@ def _grown_component(base: JobProfile, worst: JobProfile, ev: dict) -> str:
 
 WEAK_SCALING_LOSS = FindingSpec(
     id="weak-scaling-loss", seq=15, detect=None, runs_over="compare_scaling(profiles)",
+    outside_io=True,
     fires="per-process bandwidth vs the smallest run < `scaling_efficiency`; Dask runs (a task stream in every "
           "job): wall-time weak efficiency T(p0)/T(p) < `scaling_efficiency`, the loss split into components "
           "(`analyzers/weakloss.py`), the largest named with what to change",

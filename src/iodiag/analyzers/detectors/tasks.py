@@ -103,6 +103,7 @@ def detect_task_overhead(profile: JobProfile, cfg: Config) -> list[Finding]:
 
 STRAGGLER_TASK = FindingSpec(
     id="straggler-task", seq=10, detect=detect_straggler_task,
+    outside_io=True,
     fires="Dask `tasks` table: per prefix (≥ `task_min_tasks`), compute-phase duration robust z > `mad_factor` and "
           "excess ≥ `task_min_excess_s`; with a trace, says whether the slowest task was I/O-bound (I/O seconds and "
           "bytes joined to it vs its peers' medians) or not; else whether stragglers share one worker",
@@ -113,6 +114,7 @@ STRAGGLER_TASK = FindingSpec(
 )
 TASK_OVERHEAD = FindingSpec(
     id="task-overhead", seq=18, detect=detect_task_overhead,
+    outside_io=True,
     fires="Dask job with ≥ `min_tasks` tasks, median task < `short_task_s`, worker threads idle between tasks ≥ "
           "`between_share` of the span from their first to their last task (start-up and shutdown left out; "
           "`analyzers/tasktime.py`); advice: chunks of ~`target_chunk_bytes` (at least two per worker thread) "

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Measure (job, change) pairs the trained model never saw, to calibrate and validate its predicted gains.
+
+    python scripts/recommender_calibrate.py [--reps 2] [--out src/iodiag/recommend/data/calibration.csv]
+
+Each pair: an iodiag conversion or read workload at an array scale that is not in the training table
+(``recommend/data/training.csv``), run with a "before" setting; ``planned_features`` of its results record goes
+to the shipped model (``Model.advise``), whose top recommendation is the "after" setting; before and after are
+then run ``--reps`` times each, interleaved (B A B A ...), with no collector.  Recorded per pair: the model's
+raw predicted speedup and band, and the measured speedups (median before / median after) of the whole command's
+wall time, of the workload's own section (conversion: open .. last chunk written; read: the pattern) and of the
+part the model was trained on (conversion: the write phase; read: the pattern).  Pairs where the model abstains
+or already agrees with the job are listed as skipped, never measured.  Nothing is typed in by hand: every number
+in the table comes from a run.  The table's header lines say where and when.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from iodiag.recommend.features import planned_features  # noqa: E402
+from iodiag.recommend.model import load_model  # noqa: E402
+
+PY = sys.executable
+# array scales absent from the training table (1024x2x46x90, 512x4x46x90, 96x8x91x180, 48x19x91x180, 24x19x181x360)
+CONVERT = {
+    "c300": (300, 4, 46, 90),
+    "c730": (730, 2, 46, 90),
+    "c64": (64, 10, 91, 180),
+    "c36": (36, 19, 91, 180),
+}
+# before settings of a conversion: (--chunk-mb or --chunks, compressor, workers)
+CONVERT_BEFORE = [
+    (("--chunk-mb", "0.05"), "none", 2),
+    (("--chunk-mb", "0.05"), "zstd", 1),
+    (("--chunk-mb", "50"), "none", 2),
+    (("--chunk-mb", "0.5"), "none", 1),
+]
+READ = {"r600": (600, 2, 46, 90), "r64": (64, 10, 91, 180), "r36": (36, 19, 91, 180)}
+# before store layouts of a read: (chunks as a function of the shape, compressor, zarr format), patterns
+READ_BEFORE = [
+    (lambda s: (1, *s[1:]), "none", 2, "whole"),
+    (lambda s: (s[0], s[1], max(1, s[2] // 8), max(1, s[3] // 8)), "zstd", 3, "slice"),
+    (lambda s: (1, *s[1:]), "zstd", 3, "timeseries"),
+]
+
+
+def _run(args: list[str], cwd: Path, env: dict) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    r = subprocess.run([PY, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{r.stderr[-1500:]}")
+    return wall, {}
+
+
+def _flags(cmd: list[str]) -> str:
+    """The setting flags of a conversion command, in a fixed order (paths and the results record left out)."""
+    keys = ("--chunk-mb", "--chunks", "--compressor", "--workers", "--threads")
+    return " ".join(f"{k} {cmd[cmd.index(k) + 1]}" for k in keys if k in cmd)
+
+
+def _record(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _apply(before: list[str], changes) -> list[str]:
+    """The before command's flags with the recommendation's arg changes applied (a --chunks change replaces a
+    --chunk-mb and the reverse: the workload takes one of them)."""
+    out = list(before)
+    for c in changes:
+        if c.kind != "arg":
+            continue
+        drop = {c.name} | ({"--chunk-mb", "--chunks"} if c.name in ("--chunk-mb", "--chunks") else set())
+        i = 0
+        while i < len(out):
+            if out[i] in drop:
+                del out[i:i + 2]
+            else:
+                i += 1
+        out += [c.name, str(c.value)]
+    return out
+
+
+def _timed(cmd_a: list[str], cmd_b: list[str], res: Path, reps: int, cwd: Path, env: dict, key) -> dict:
+    walls = {"a": [], "b": []}
+    secs = {"a": [], "b": []}
+    model = {"a": [], "b": []}
+    for _ in range(reps):
+        for side, cmd in (("a", cmd_a), ("b", cmd_b)):
+            w, _ = _run(cmd, cwd, env)
+            rec = _record(res)
+            s, m = key(rec)
+            walls[side].append(w)
+            secs[side].append(s)
+            model[side].append(m)
+    med = {k: {s: statistics.median(v[s]) for s in v} for k, v in (("wall", walls), ("section", secs), ("model", model))}
+    return {f"{k}_before_s": med[k]["a"] for k in med} | {f"{k}_after_s": med[k]["b"] for k in med}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--out", default=str(REPO / "src" / "iodiag" / "recommend" / "data" / "calibration.csv"))
+    ap.add_argument("--only", default="convert,read")
+    ap.add_argument("--work", default=None)
+    a = ap.parse_args()
+    work = Path(a.work or tempfile.mkdtemp(prefix="iodiag-calibrate-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env.pop("IODIAG_JOB_DIR", None)
+    model = load_model()
+    rows, started = [], time.time()
+    loads = []
+
+    def note(row: dict) -> None:
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    if "convert" in a.only:
+        for name, (t, p, y, x) in CONVERT.items():
+            src = work / f"{name}.nc"
+            _run(["-m", "iodiag.workloads.gen", "--out", str(src), "--time", str(t), "--plev", str(p), "--lat", str(y),
+                  "--lon", str(x)], work, env)
+            for size, comp, workers in CONVERT_BEFORE:
+                res = work / f"{name}.json"
+                before = ["-m", "iodiag.workloads.convert", "--src", str(src), "--dst", str(work / f"{name}.zarr"),
+                          *size, "--compressor", comp, "--workers", str(workers), "--threads", "1", "--results", str(res)]
+                _run(before, work, env)  # the job the model advises on (and a warm-up)
+                feats = planned_features(_record(res))
+                rec = model.advise(feats)
+                row = {"pair": f"{name}:{' '.join(size)}/{comp}/{workers}w", "workload": "convert",
+                       "pattern": "conversion", "shape": "x".join(map(str, (t, p, y, x))), "before": _flags(before)}
+                if rec.abstain or not rec.changes:
+                    note({**row, "skipped": rec.abstain or "the model keeps the job's setting"})
+                    continue
+                after = _apply(before, rec.changes)
+                row["after"] = _flags(after)
+                m = _timed(before, after, res, a.reps, work, env,
+                           key=lambda r: (float(r["timings_s"]["total"]), float(r["timings_s"]["write"])))
+                loads.append(os.getloadavg()[0])
+                note({**row, **m, "predicted": rec.expected_speedup, "predicted_low": rec.speedup_low,
+                      "predicted_high": rec.speedup_high, "load1": round(loads[-1], 2)})
+    if "read" in a.only:
+        for name, shape in READ.items():
+            for chunks_of, comp, fmt, pattern in READ_BEFORE:
+                ch = chunks_of(shape)
+                store = work / f"{name}-{'-'.join(map(str, ch))}-{comp}-v{fmt}.zarr"
+                gen = ["-m", "iodiag.workloads.gen", "--out", str(store), "--format", f"zarr{fmt}", "--compressor", comp,
+                       "--chunks", ",".join(map(str, ch)), "--time", str(shape[0]), "--plev", str(shape[1]),
+                       "--lat", str(shape[2]), "--lon", str(shape[3])]
+                _run(gen, work, env)
+                res = work / f"{name}.read.json"
+                before = ["-m", "iodiag.workloads.read", "--path", str(store), "--patterns", pattern, "--repeat", "1",
+                          "--results", str(res)]
+                _run(before, work, env)
+                rec = model.advise(planned_features(_record(res), pattern=pattern))
+                row = {"pair": f"{name}:{pattern}:{','.join(map(str, ch))}/{comp}/v{fmt}", "workload": "read",
+                       "pattern": pattern, "shape": "x".join(map(str, shape)),
+                       "before": f"store chunks {','.join(map(str, ch))} {comp} v{fmt}"}
+                if rec.abstain or not rec.changes:
+                    note({**row, "skipped": rec.abstain or "the model keeps the job's setting"})
+                    continue
+                new = tuple(rec.settings["chunks"])
+                after_store = work / f"{name}-after-{'-'.join(map(str, new))}.zarr"
+                _run(["-m", "iodiag.workloads.gen", "--out", str(after_store), "--format",
+                      f"zarr{int(rec.settings['zarr_format'])}", "--compressor", str(rec.settings["compressor"]),
+                      "--chunks", ",".join(map(str, new)), "--time", str(shape[0]), "--plev", str(shape[1]),
+                      "--lat", str(shape[2]), "--lon", str(shape[3])], work, env)  # prepared once, not timed
+                after = [before[0], before[1], "--path", str(after_store), *before[4:]]
+                row["after"] = (f"store chunks {','.join(map(str, new))} {rec.settings['compressor']} "
+                                f"v{int(rec.settings['zarr_format'])}")
+                m = _timed(before, after, res, a.reps, work, env,
+                           key=lambda r, p=pattern: (float(r["patterns"][p]["total_s"]),) * 2)
+                loads.append(os.getloadavg()[0])
+                note({**row, **m, "predicted": rec.expected_speedup, "predicted_low": rec.speedup_low,
+                      "predicted_high": rec.speedup_high, "load1": round(loads[-1], 2)})
+    cols = ["pair", "workload", "pattern", "shape", "before", "after", "predicted", "predicted_low", "predicted_high",
+            "wall_before_s", "wall_after_s", "section_before_s", "section_after_s", "model_before_s", "model_after_s",
+            "load1", "skipped"]
+    import hashlib
+
+    sha = hashlib.sha256((REPO / "src" / "iodiag" / "recommend" / "data" / "model.json").read_bytes()).hexdigest()[:12]
+    out = Path(a.out)
+    with out.open("w", newline="") as fh:
+        fh.write(f"# measured by scripts/recommender_calibrate.py --reps {a.reps} with the shipped model (model.json "
+                 f"sha256 {sha}…) on "
+                 f"{platform.node()} ({os.cpu_count()} cores, {platform.platform()}), "
+                 f"{datetime.fromtimestamp(started, timezone.utc):%Y-%m-%d %H:%M}-"
+                 f"{datetime.now(timezone.utc):%H:%M} UTC, 1-min load {min(loads, default=0):.1f}-"
+                 f"{max(loads, default=0):.1f}; median of {a.reps} interleaved runs per side\n")
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+    print(f"{sum('skipped' not in r for r in rows)} pairs measured, {sum('skipped' in r for r in rows)} skipped -> {out}; "
+          f"{time.time() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,6 +20,8 @@ Pure apart from reading the CSV once (cached); nothing prints.
 
 from __future__ import annotations
 
+from ..units import fmt_pct
+
 import csv
 import math
 from dataclasses import replace
@@ -115,13 +117,13 @@ def calibrated(rec: Recommendation, path: str | None = None) -> Recommendation:
     raw = rec.expected_speedup
     c = math.exp(st["slope"] * math.log(raw))
     note = (f"predicted for the whole run's wall time: the model's raw {raw:.1f}x (its training phase) calibrated "
-            f"on {st['pairs']} measured {wl} pairs it never saw; the band held for {st['coverage']:.0%} of them "
+            f"on {st['pairs']} measured {wl} pairs it never saw; the band held for {fmt_pct(st['coverage'])} of them "
             "held out one at a time")
     if st["coverage"] >= COVERAGE:
         return replace(rec, gain="predicted", expected_speedup=round(c, 3), speedup_low=round(c * math.exp(-st["q"]), 3),
                        speedup_high=round(c * math.exp(st["q"]), 3), notes=rec.notes + (note,))
     return replace(rec, gain="predicted", expected_speedup=round(c, 3), speedup_low=None, speedup_high=None,
-                   notes=rec.notes + (note + f" (< {COVERAGE:.0%}: no band shown)",))
+                   notes=rec.notes + (note + f" (< {fmt_pct(COVERAGE)}: no band shown)",))
 
 
 __all__ = ["CALIBRATION_TABLE", "COVERAGE", "read_pairs", "fit", "held_out", "evaluate", "calibrated"]

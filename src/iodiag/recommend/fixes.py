@@ -26,11 +26,10 @@ model predicts it with a validated band (recommend/calibration.py).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ..units import fmt_bytes
+from ..units import fmt_bytes, fmt_pct
 from ..analyzers.detectors.access import MISALIGNED, RANDOM_ACCESS, REDUNDANT_READ
 from ..analyzers.detectors.coverage import NO_IO, PARTIAL_LOG, STDIO_HEAVY
 from ..analyzers.detectors.layers import READ_MODIFY_WRITE
@@ -216,7 +215,7 @@ def _fix_metadata_storm(f: Finding, j: JobFacts, c: FixContext):
     if "zarr-chunk" in kinds:
         return None  # the chunking recommendation (many-small-files / task-overhead) addresses it
     if "python-import" in kinds and kinds["python-import"]["share"] >= 0.5:
-        return NoSetting(f"{kinds['python-import']['share']:.0%} of the metadata time is Python importing modules "
+        return NoSetting(f"{fmt_pct(kinds['python-import']['share'])} of the metadata time is Python importing modules "
                          f"from {kinds['python-import']['fs'] or 'the file system'}: where the environment lives is "
                          "a site choice (node-local disk, a container or squashfs image), not a setting of the job")
     opens, opened = int(f.evidence.get("opens_count", 0)), x.get("opened_files")
@@ -460,7 +459,7 @@ def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
                        changes=changes)
     if "MPI-IO" in j.layers and not x.get("collective"):
         return _collective(f, j, "write" if j.writes else "read")
-    return NoSetting(f"{heavy} process(es) carry {float(ev.get('share_of_bytes_on_heavy', 0)):.0%} of the bytes because "
+    return NoSetting(f"{heavy} process(es) carry {fmt_pct(float(ev.get('share_of_bytes_on_heavy', 0)))} of the bytes because "
                      "the program gives them that share: no I/O setting changes how it divides the data")
 
 

@@ -610,8 +610,8 @@ def calibration_markdown(cal: Mapping[str, Any]) -> str:
            "array scale absent from the training table, run with a *before* setting and with the model's "
            "recommendation, interleaved. The gain a report shows is calibrated against the whole command's wall "
            "time: log(measured) = slope × log(raw prediction), band ± the half-width that holds "
-           f"{COVERAGE:.0%} of the pairs. *Held out*: each pair judged by the calibration fitted on the others; the "
-           f"band is shown in reports only when it held for at least {COVERAGE:.0%} of them.", ""]
+           f"{fmt_pct(COVERAGE)} of the pairs. *Held out*: each pair judged by the calibration fitted on the others; the "
+           f"band is shown in reports only when it held for at least {fmt_pct(COVERAGE)} of them.", ""]
     wls = [w for w in cal if w != "provenance"]
     if not wls:
         return "\n".join(out + ["No measured pairs: every predicted gain is shown as unknown.", ""])
@@ -622,7 +622,7 @@ def calibration_markdown(cal: Mapping[str, Any]) -> str:
             continue
         shown = "shown" if c["coverage"] >= COVERAGE else "not shown"
         out += [f"**{wl}**: {c['pairs']} pairs; slope {c['slope']:.3f}, band ×/÷ {math.exp(c['q']):.2f}; the band held "
-                f"for **{c['coverage']:.0%}** of the held-out pairs (band {shown}).", "",
+                f"for **{fmt_pct(c['coverage'])}** of the held-out pairs (band {shown}).", "",
                 "| pair | before → after | raw prediction | held-out band | measured (wall) | held | measured (trained phase) |",
                 "|---|---|---:|---:|---:|:---:|---:|"]
         for j in c["judged"]:

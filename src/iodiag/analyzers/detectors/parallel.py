@@ -233,6 +233,24 @@ def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
     return pcol(profile, mod, f"{pre}_READS") + pcol(profile, mod, f"{pre}_WRITES")
 
 
+# records of one module of a log lost (damage, a newer module format, a record cap): a rank whose share was lost
+# has no records there, as an idle rank has none
+_RECORDS_LOST = ("truncated", "newer-format", "partial-module")
+
+
+def _logs_with_lost_records(profile: JobProfile, mods: tuple[str, ...]) -> np.ndarray | None:
+    """Log indices (``processes["log"]``) of the logs whose records of any of ``mods`` were lost; None when a
+    loss cannot be tied to a log of the process table (then every log is taken as damaged)."""
+    paths = {i.path for i in profile.issues_seen if i.kind in _RECORDS_LOST and i.module in mods}
+    if not paths:
+        return np.zeros(0, "i8")
+    pr = profile.processes
+    hit = np.isin(pr["log_path"].astype(str), list(paths))
+    if not hit.any():
+        return None
+    return np.unique(pr["log"][hit])
+
+
 def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
     if len(profile.processes) < 2:
         return []  # eligible ranks are at most one per process row
@@ -243,7 +261,20 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
     eligible[profile.processes["proc"]] = np.bincount(logs)[logs] >= 2 if len(logs) else False
     if eligible.sum() < 2:
         return []
+    lost_ranks = 0
     for mod, pre in _LEVELS:
+        # a rank whose records of this level (or of a level above it, which would have been judged instead) were
+        # lost to damage looks idle here: its log's ranks are not judged, and the claim says how many were left out
+        lost = _logs_with_lost_records(profile, (mod,))
+        if lost is None:
+            return []
+        if len(lost):
+            gone = np.zeros(n, bool)
+            gone[profile.processes["proc"][np.isin(logs, lost)]] = True
+            lost_ranks += int((eligible & gone).sum())
+            eligible &= ~gone
+            if eligible.sum() < 2:
+                return []
         t = profile.module(mod)
         if t is None:
             continue
@@ -261,6 +292,8 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         cost = io_wall * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
               "data_ops_on_active": int(per.sum()), "critical_io_s": io_wall}
+        if lost_ranks:
+            ev["processes_with_lost_records"] = lost_ranks
         return [finding(cfg, profile, INACTIVE_RANKS.id, f"{len(idle)} of {n} processes issue no {mod} reads or writes",
                         wall_s=cost, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]])]
     return []
@@ -290,7 +323,8 @@ STRAGGLER_PROCESS = FindingSpec(
 INACTIVE_RANKS = FindingSpec(
     id="inactive-ranks", seq=11, detect=detect_inactive_ranks,
     fires="in a multi-rank log, ranks with no reads/writes at the highest interface with data (H5D, PNETCDF_VAR, "
-          "MPI-IO, POSIX, STDIO)",
+          "MPI-IO, POSIX, STDIO); the ranks of a log whose records of that level (or of a level above it) were lost "
+          "(a damaged region, a newer module format, a record cap) are not judged: a lost rank is not an idle one",
     cost="critical path × idle share",
     admin_action="Point these users at fewer I/O ranks or aggregated I/O; idle ranks hold core-hours while a few do "
                  "the I/O.",

@@ -243,3 +243,23 @@ def test_top_files_take_the_larger_layer_seconds_never_the_sum():
         assert max(mpi, pos) - 1e-6 <= got <= mpi + pos, fid
         assert got < mpi + pos - 1e-6 or min(mpi, pos) == 0
     assert float(ft["io_time_s"][0]) > 280_000  # the collectively written file leads the table
+
+
+@pytest.mark.parametrize("rel,top", [
+    ("darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan", "MPI-IO+POSIX"),
+    ("darshan/darshan-util/pydarshan/darshan/examples/example_logs/ior_hdf5_example.darshan", "H5F+MPI-IO+POSIX"),
+])
+def test_a_top_files_layer_label_names_every_layer_with_records_of_the_file(rel, top):
+    """A file MPI-IO wrote through POSIX was labelled "POSIX" (its seconds were MPI-IO's): the label names every
+    layer that has a record of the file (docs/report-contract.md, top_files ``module``), and only those."""
+    from iodiag.analyzers.summary import file_times, top_files
+
+    prof = load_job([str(corpus_path(rel))])
+    ft = file_times(prof)
+    for fid, label in zip(ft["file_id"].tolist(), ft["layers"].tolist()):
+        has = {m for m in ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE", "DFS", "DAOS")
+               if prof.module(m) is not None and bool((prof.module(m)["file_id"] == np.uint64(fid)).any())}
+        assert set(label.split("+")) == has, (fid, label, has)
+    assert top_files(prof, 1)[0].module == top
+    rep = build_report(prof, diagnose(prof))
+    assert rep["top_files"][0]["module"] == top

@@ -263,3 +263,59 @@ def test_a_top_files_layer_label_names_every_layer_with_records_of_the_file(rel,
     assert top_files(prof, 1)[0].module == top
     rep = build_report(prof, diagnose(prof))
     assert rep["top_files"][0]["module"] == top
+
+
+TREDDY = ("darshan-logs/darshan_logs/mpi_io_test_with_dxt/"
+          "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan")
+
+
+def _treddy_counters(slow_rank: int | None = None, extra_s: float = 0.0):
+    """The 32-rank treddy mpi-io-test log (14 s run; every rank's own MPI-IO and POSIX records), decoded, with its
+    DXT modules left out (a log recorded without DXT: the counters are the time model's basis), and optionally
+    ``extra_s`` seconds of MPI-IO write time added to one rank's records (a rank slow in MPI-IO calls: waiting in
+    them, or slow in ROMIO, with no POSIX time to show for it)."""
+    from iodiag.analyzers.load import build_profile
+    from iodiag.analyzers.readers.darshan import read_log
+    from iodiag.analyzers.readers.isolate import LogResult
+
+    path = str(corpus_path(TREDDY))
+    data = read_log(path)
+    for mod in ("DXT_POSIX", "DXT_MPIIO"):
+        data["mods"].pop(mod, None)
+        data["header"]["modules"].pop(mod, None)
+    if slow_rank is not None:
+        mp = data["mods"]["MPI-IO"]
+        mine = np.flatnonzero(mp["rank"] == slow_rank)
+        k = list(mp["fcounter_names"]).index("MPIIO_F_WRITE_TIME")
+        fc = mp["fcounters"] = np.array(mp["fcounters"], copy=True)
+        wrote = mine[np.argmax(fc[mine, k])]
+        fc[wrote, k] += extra_s
+    return build_profile([LogResult(path, data=data)])
+
+
+def test_a_process_slow_in_mpiio_only_is_a_straggler():
+    """Straggler detection used POSIX-level seconds: a rank with 5 s more MPI-IO time (and the same POSIX time
+    and bytes) was not seen.  It is judged on the time model's per-process seconds over every layer."""
+    base = _treddy_counters()
+    assert "straggler-process" not in {f.id for f in diagnose(base)}
+    prof = _treddy_counters(slow_rank=5, extra_s=5.0)
+    tm = time_model_of(prof)
+    from iodiag.analyzers.metrics import metrics_of
+
+    # the POSIX level is the undamaged log's, to the second; only the MPI-IO seconds beyond it grew
+    assert metrics_of(prof).proc_io_s == pytest.approx(metrics_of(base).proc_io_s)
+    assert tm.proc_mpiio_wait_s[5] == pytest.approx(time_model_of(base).proc_mpiio_wait_s[5] + 5.0)
+    f = _by(diagnose(prof), "straggler-process")
+    assert f.processes == [5] and f.evidence["stragglers"] == 1
+    assert f.evidence["slowest_io_s"] == pytest.approx(float(tm.proc_io_s[5]), abs=1e-6)
+    assert f.evidence["slowest_io_s"] == pytest.approx(tm.io_wall_s, abs=1e-6)  # it is the critical path
+    assert f.evidence["slowest_mpiio_beyond_posix_s"] == pytest.approx(float(tm.proc_mpiio_wait_s[5]), abs=1e-6)
+    assert f.evidence["median_io_s"] == pytest.approx(float(np.median(tm.proc_io_s)), abs=1e-6)
+    # it costs its excess over the median, in wall seconds, within the run
+    assert f.est_cost_s == pytest.approx(f.evidence["slowest_io_s"] - f.evidence["median_io_s"], abs=1e-5)
+    assert 0 < f.est_cost_s <= prof.job.runtime_s
+    assert f.facts["what"].startswith("MPI-IO") and f.files
+    mp = prof.module("MPI-IO")
+    from iodiag.analyzers.metrics import paths_of_ids
+
+    assert f.files[0] in set(paths_of_ids(prof, mp["file_id"][mp["proc"] == 5]))

@@ -518,8 +518,11 @@ def _no_collective_io(f: Finding, cfg: Config) -> str:
 
 def _straggler_process(f: Finding, cfg: Config) -> str:
     ev, x = f.evidence, f.facts
+    mpiio = str(x["what"]).startswith("MPI-IO")
     return (f"process {x['worst']} spends most of its time in {x['what']} on {x['file'] or 'its files'}"
-            f"; it moves no more data than its peers, so look at where it runs: "
+            + ("; in collective MPI-IO calls that is time waiting for the other ranks to arrive or for the "
+               "aggregators, so compare when the ranks enter those calls (work done before them)" if mpiio else "")
+            + "; it moves no more data than its peers, so look at where it runs: "
             + (f"{ev['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ev['suspect_ost']} "
                f"(vs {ev['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
                "away from it (lfs setstripe -o); " if "suspect_ost" in ev else

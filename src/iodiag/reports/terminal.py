@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_seconds
@@ -13,18 +14,24 @@ SEV_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim
 _SKIP_EVIDENCE = ("cost_process_s", "cost_share_of_io_process_s")
 
 
+# "share" as a word of the key: a share of something (``stdio_share_of_bytes``, ``posix_read_share_of_posix_io_s``)
+# is a percent whatever unit the something is in; ``shared_files`` is a count
+_SHARE = re.compile(r"(^|_)share(_|$)")
+
+
 def _value(k: str, v: Any) -> str:
-    """A number in the unit its key names (``*_bytes`` bytes, ``*_s`` seconds, ``*share*`` percent)."""
+    """A number in the unit its key names: a share (``share`` a word of the key) percent, before ``*_bytes``
+    bytes and ``*_s`` seconds (``stdio_share_of_bytes`` is a share of the bytes, not bytes)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         if isinstance(v, (list, tuple)):
             return ", ".join(str(x) for x in v[:5]) + (" …" if len(v) > 5 else "")
         return str(v)
+    if _SHARE.search(k):
+        return fmt_pct(float(v))
     if k.endswith("_bytes") or k.startswith("bytes_") or k.endswith("_bytes_read") or k.endswith("_bytes_written"):
         return fmt_bytes(v)
     if k.endswith("_s"):
         return fmt_seconds(float(v))
-    if "share" in k:
-        return fmt_pct(float(v))
     return f"{v:,}" if isinstance(v, int) else f"{v:,.3g}"
 
 

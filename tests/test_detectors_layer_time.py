@@ -162,8 +162,18 @@ def test_fsync_after_every_write_is_named(name, procs):
     write_s = float(_col(prof, "POSIX", "POSIX_F_WRITE_TIME").sum())
     assert ev["write_s_bound"] == pytest.approx(write_s)
     assert f.est_cost_s <= min(write_s, prof.job.runtime_s) + 1e-6 and f.severity == "high"
+    # a true bound in wall seconds: the syncs sit inside the write time, and the job waits for its slowest
+    # process, so the cost is at most the largest one process's write seconds on those files (not their sum)
+    t = prof.module("POSIX")
+    per_proc = np.bincount(np.clip(t["proc"], 0, None), weights=_col(prof, "POSIX", "POSIX_F_WRITE_TIME"))
+    assert f.est_cost_s <= float(per_proc.max()) + 1e-6
+    assert f.est_cost_s == pytest.approx(float(per_proc.max()), abs=1e-5)  # fsync-bound writes: ~all the I/O
     assert "fsync(fd)" in f.recommendation and "fdatasync" in f.recommendation
     assert len(f.files) == procs
+    # the mechanism first, then the counts; two lines of an 80-column terminal
+    want = f"fsync after every write: {syncs:,} syncs for {writes:,} writes (most 100 B–1.0 KiB) on {procs} file"
+    assert f.title.startswith(want) and len(f.title) <= 90
+    assert list(ev)[:4] == ["syncs", "writes", "mean_write_bytes", "files"]  # what the terminal shows
 
 
 # -------------------------------------------------------------------------------------- item 4: STDIO small I/O

@@ -498,7 +498,9 @@ def _fsync_per_write(f: Finding, cfg: Config) -> str:
             f"average: every write waits for the storage device. Sync once at the end of the file or per checkpoint "
             f"(write(fd, buf, n) in the loop, then one fsync(fd) before close(fd)); where the data must be durable "
             f"write by write, fdatasync(fd) skips the metadata update. The syncs are inside the {fmt_seconds(ev['write_s_bound'])} "
-            f"(process-seconds) of write time on these files (Darshan counts fsync time as write time)")
+            f"(process-seconds) of write time on these files (Darshan counts fsync time as write time)"
+            + (f", so they cost the run at most {fmt_seconds(f.est_cost_s)} (the slowest process's write time)"
+               if f.est_cost_s is not None and f.est_cost_s < 0.995 * float(ev["write_s_bound"]) else ""))
 
 
 # ---------------------------------------------------------------------------------------------- MPI / parallel

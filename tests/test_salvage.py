@@ -344,3 +344,23 @@ def test_records_lost_beneath_the_judged_level_keep_an_idle_rank_claim(tmp_path,
     got, want = _inactive(prof), _inactive(load_job([str(src)]))
     assert len(got) == len(want) == 1
     assert got[0].processes == want[0].processes == [1, 3, 5, 7, 9] and got[0].evidence["level"] == "H5D"
+
+
+def test_only_the_damaged_logs_ranks_are_left_out(tmp_path):
+    """Two logs of 10 ranks each (the half-ranks HDF5 log and a copy whose H5D region lost records): the damaged
+    log's ranks are not judged, the intact log's idle ranks still are, and the evidence says how many were left
+    out."""
+    from iodiag.analyzers.readers.container import read_header
+
+    src = corpus_path(HALF_RANKS)
+    data = src.read_bytes()
+    off, ln = read_header(data).mod_map[4]  # H5D
+    bad = _flipped(tmp_path, data, off + int(ln * 0.3))
+    prof = load_job([str(bad), str(src)])
+    assert [(i.kind, i.module) for i in prof.issues_seen] == [("truncated", "H5D")]
+    (f,) = _inactive(prof)
+    pr = prof.processes
+    intact = {int(p) for p, lp in zip(pr["proc"].tolist(), pr["log_path"].tolist()) if lp == str(src)}
+    assert set(f.processes) <= intact and len(f.processes) == 5
+    assert f.evidence["processes"] == 10 and f.evidence["processes_with_lost_records"] == 10
+    assert f.evidence["data_ops_on_active"] == _inactive(load_job([str(src)]))[0].evidence["data_ops_on_active"]

@@ -322,7 +322,7 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         io_wall = time_model_of(profile).io_wall_s
         cost = io_wall * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
-              "data_ops_on_active": int(per.sum()), "critical_io_s": io_wall}
+              "data_ops_on_active": int(per[eligible].sum()), "critical_io_s": io_wall}
         if lost_ranks:
             ev["processes_with_lost_records"] = lost_ranks
         return [finding(cfg, profile, INACTIVE_RANKS.id, f"{len(idle)} of {n} processes issue no {mod} reads or writes",

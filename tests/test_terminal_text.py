@@ -138,3 +138,15 @@ def test_an_evidence_value_is_shown_in_the_unit_its_key_names():
     assert _value("shared_files", 3) == "3"
     assert _value("share_of_bytes_on_heavy", 0.5) == "50%"
     assert _value("max_bytes", 2048) == fmt_bytes(2048) and _value("slowest_io_s", 2.5) == fmt_seconds(2.5)
+
+
+def test_a_top_files_layer_label_reads_as_users_name_the_layers():
+    """The report's ``module`` of a top file ("H5F+MPI-IO+POSIX", every layer with records of it) is shown with
+    the names users know, the application's layer first, every layer kept."""
+    from iodiag.reports.terminal import _layers
+
+    assert _layers("H5F+MPI-IO+POSIX") == "HDF5+MPI-IO+POSIX"
+    assert _layers("MPI-IO+PNETCDF_FILE+POSIX") == "PnetCDF+MPI-IO+POSIX"
+    assert _layers("DAOS+DFS") == "DFS+DAOS" and _layers("POSIX+STDIO") == "POSIX+STDIO" and _layers("POSIX") == "POSIX"
+    text = render_terminal(_report("h5bench-write"), color=False, width=80)
+    assert "HDF5+MPI-IO+POSIX" in text.split("Top files", 1)[1]

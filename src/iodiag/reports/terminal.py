@@ -35,6 +35,18 @@ def _value(k: str, v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{v:,.3g}"
 
 
+# a top file's layers (the report's ``module``: "H5F+MPI-IO+POSIX") as users name them, the application's layer
+# first: "HDF5+MPI-IO+POSIX", "PnetCDF+MPI-IO+POSIX" (shorter, so the path keeps more of itself at 80 columns)
+_LAYER_NAME = {"H5F": "HDF5", "H5D": "HDF5", "PNETCDF_FILE": "PnetCDF", "PNETCDF_VAR": "PnetCDF"}
+_LAYER_ORDER = ("HDF5", "PnetCDF", "MPI-IO", "DFS", "DAOS", "POSIX", "STDIO")
+
+
+def _layers(module: str) -> str:
+    names = list(dict.fromkeys(_LAYER_NAME.get(m, m) for m in str(module).split("+") if m))
+    rank = {n: i for i, n in enumerate(_LAYER_ORDER)}
+    return "+".join(sorted(names, key=lambda n: (rank.get(n, len(rank)), n)))
+
+
 def _evidence(ev: dict[str, Any], limit: int = 4) -> str:
     """The first few numbers of a finding's evidence, with units (the full evidence is in --json)."""
     items = [(k, v) for k, v in ev.items() if k not in _SKIP_EVIDENCE and v is not None]
@@ -193,7 +205,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         blank()
         cols = [(c, "left" if c in ("file", "module") else "right") for c in ("file", "module", "I/O s", "read", "written", "procs")]
         out.table("Top files by I/O time", cols, [
-            (keep_end(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", fmt_bytes(f["bytes_read"]),
+            (keep_end(f["path"], max(24, width - 52)), _layers(f["module"]), f"{f['io_time_s']:.3f}", fmt_bytes(f["bytes_read"]),
              fmt_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
             for f in report["top_files"]])
     sp = report.get("process_spread")

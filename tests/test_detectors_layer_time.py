@@ -162,8 +162,18 @@ def test_fsync_after_every_write_is_named(name, procs):
     write_s = float(_col(prof, "POSIX", "POSIX_F_WRITE_TIME").sum())
     assert ev["write_s_bound"] == pytest.approx(write_s)
     assert f.est_cost_s <= min(write_s, prof.job.runtime_s) + 1e-6 and f.severity == "high"
+    # a true bound in wall seconds: the syncs sit inside the write time, and the job waits for its slowest
+    # process, so the cost is at most the largest one process's write seconds on those files (not their sum)
+    t = prof.module("POSIX")
+    per_proc = np.bincount(np.clip(t["proc"], 0, None), weights=_col(prof, "POSIX", "POSIX_F_WRITE_TIME"))
+    assert f.est_cost_s <= float(per_proc.max()) + 1e-6
+    assert f.est_cost_s == pytest.approx(float(per_proc.max()), abs=1e-5)  # fsync-bound writes: ~all the I/O
     assert "fsync(fd)" in f.recommendation and "fdatasync" in f.recommendation
     assert len(f.files) == procs
+    # the mechanism first, then the counts; two lines of an 80-column terminal
+    want = f"fsync after every write: {syncs:,} syncs for {writes:,} writes (most 100 B–1.0 KiB) on {procs} file"
+    assert f.title.startswith(want) and len(f.title) <= 90
+    assert list(ev)[:4] == ["syncs", "writes", "mean_write_bytes", "files"]  # what the terminal shows
 
 
 # -------------------------------------------------------------------------------------- item 4: STDIO small I/O
@@ -243,3 +253,79 @@ def test_top_files_take_the_larger_layer_seconds_never_the_sum():
         assert max(mpi, pos) - 1e-6 <= got <= mpi + pos, fid
         assert got < mpi + pos - 1e-6 or min(mpi, pos) == 0
     assert float(ft["io_time_s"][0]) > 280_000  # the collectively written file leads the table
+
+
+@pytest.mark.parametrize("rel,top", [
+    ("darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan", "MPI-IO+POSIX"),
+    ("darshan/darshan-util/pydarshan/darshan/examples/example_logs/ior_hdf5_example.darshan", "H5F+MPI-IO+POSIX"),
+])
+def test_a_top_files_layer_label_names_every_layer_with_records_of_the_file(rel, top):
+    """A file MPI-IO wrote through POSIX was labelled "POSIX" (its seconds were MPI-IO's): the label names every
+    layer that has a record of the file (docs/report-contract.md, top_files ``module``), and only those."""
+    from iodiag.analyzers.summary import file_times, top_files
+
+    prof = load_job([str(corpus_path(rel))])
+    ft = file_times(prof)
+    for fid, label in zip(ft["file_id"].tolist(), ft["layers"].tolist()):
+        has = {m for m in ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE", "DFS", "DAOS")
+               if prof.module(m) is not None and bool((prof.module(m)["file_id"] == np.uint64(fid)).any())}
+        assert set(label.split("+")) == has, (fid, label, has)
+    assert top_files(prof, 1)[0].module == top
+    rep = build_report(prof, diagnose(prof))
+    assert rep["top_files"][0]["module"] == top
+
+
+TREDDY = ("darshan-logs/darshan_logs/mpi_io_test_with_dxt/"
+          "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan")
+
+
+def _treddy_counters(slow_rank: int | None = None, extra_s: float = 0.0):
+    """The 32-rank treddy mpi-io-test log (14 s run; every rank's own MPI-IO and POSIX records), decoded, with its
+    DXT modules left out (a log recorded without DXT: the counters are the time model's basis), and optionally
+    ``extra_s`` seconds of MPI-IO write time added to one rank's records (a rank slow in MPI-IO calls: waiting in
+    them, or slow in ROMIO, with no POSIX time to show for it)."""
+    from iodiag.analyzers.load import build_profile
+    from iodiag.analyzers.readers.darshan import read_log
+    from iodiag.analyzers.readers.isolate import LogResult
+
+    path = str(corpus_path(TREDDY))
+    data = read_log(path)
+    for mod in ("DXT_POSIX", "DXT_MPIIO"):
+        data["mods"].pop(mod, None)
+        data["header"]["modules"].pop(mod, None)
+    if slow_rank is not None:
+        mp = data["mods"]["MPI-IO"]
+        mine = np.flatnonzero(mp["rank"] == slow_rank)
+        k = list(mp["fcounter_names"]).index("MPIIO_F_WRITE_TIME")
+        fc = mp["fcounters"] = np.array(mp["fcounters"], copy=True)
+        wrote = mine[np.argmax(fc[mine, k])]
+        fc[wrote, k] += extra_s
+    return build_profile([LogResult(path, data=data)])
+
+
+def test_a_process_slow_in_mpiio_only_is_a_straggler():
+    """Straggler detection used POSIX-level seconds: a rank with 5 s more MPI-IO time (and the same POSIX time
+    and bytes) was not seen.  It is judged on the time model's per-process seconds over every layer."""
+    base = _treddy_counters()
+    assert "straggler-process" not in {f.id for f in diagnose(base)}
+    prof = _treddy_counters(slow_rank=5, extra_s=5.0)
+    tm = time_model_of(prof)
+    from iodiag.analyzers.metrics import metrics_of
+
+    # the POSIX level is the undamaged log's, to the second; only the MPI-IO seconds beyond it grew
+    assert metrics_of(prof).proc_io_s == pytest.approx(metrics_of(base).proc_io_s)
+    assert tm.proc_mpiio_wait_s[5] == pytest.approx(time_model_of(base).proc_mpiio_wait_s[5] + 5.0)
+    f = _by(diagnose(prof), "straggler-process")
+    assert f.processes == [5] and f.evidence["stragglers"] == 1
+    assert f.evidence["slowest_io_s"] == pytest.approx(float(tm.proc_io_s[5]), abs=1e-6)
+    assert f.evidence["slowest_io_s"] == pytest.approx(tm.io_wall_s, abs=1e-6)  # it is the critical path
+    assert f.evidence["slowest_mpiio_beyond_posix_s"] == pytest.approx(float(tm.proc_mpiio_wait_s[5]), abs=1e-6)
+    assert f.evidence["median_io_s"] == pytest.approx(float(np.median(tm.proc_io_s)), abs=1e-6)
+    # it costs its excess over the median, in wall seconds, within the run
+    assert f.est_cost_s == pytest.approx(f.evidence["slowest_io_s"] - f.evidence["median_io_s"], abs=1e-5)
+    assert 0 < f.est_cost_s <= prof.job.runtime_s
+    assert f.facts["what"].startswith("MPI-IO") and f.files
+    mp = prof.module("MPI-IO")
+    from iodiag.analyzers.metrics import paths_of_ids
+
+    assert f.files[0] in set(paths_of_ids(prof, mp["file_id"][mp["proc"] == 5]))

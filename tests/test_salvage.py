@@ -293,3 +293,74 @@ def test_a_pre_release_log_that_loses_a_module_says_so(tmp_path):
     assert "HEATMAP" in prof.job.partial_modules and len(prof.module("POSIX")) == len(load_job([str(src)]).module("POSIX"))
     f = _partial_log(json.loads(run_cli("report", str(bad), "--json").stdout))
     assert f["severity"] == "low" and "exit normally" not in f["recommendation"]
+
+
+# -- a rank whose records were lost is not an idle rank ------------------------------------------------------------
+
+HALF_RANKS = "darshan-logs/darshan_logs/hdf5_diagonal_write_only/hdf5_diagonal_write_half_ranks_dxt.darshan"
+
+
+def _inactive(prof):
+    return [f for f in diagnose(prof) if f.id == "inactive-ranks"]
+
+
+@pytest.mark.parametrize("rel,stored,lost", [
+    # 32 ranks writing through POSIX (format 3.21: one zlib stream per rank): one rank's POSIX records are lost
+    ("darshan-logs/darshan_logs/runtime_and_dxt_heatmaps_diagonal_write_only/"
+     "runtime_and_dxt_heatmaps_diagonal_write_only.darshan", 1, "POSIX"),
+    # 32 ranks in MPI-IO: one rank's MPI-IO records are lost
+    (TREDDY, 2, "MPI-IO"),
+    # 16 IOR ranks (format 3.41): the POSIX region is lost whole; STDIO, the level beneath, must not stand in for it
+    ("darshan-logs/darshan_logs/ior_daos/snyder_ior-POSIX_id1057716-202103_11-8-64415-6936117869459351096_1.darshan",
+     1, "POSIX"),
+    # 10 ranks, 5 of them writing H5D datasets: the H5D records are lost
+    (HALF_RANKS, 4, "H5D"),
+], ids=["POSIX-32", "MPI-IO-32", "POSIX-16-whole", "H5D-10"])
+def test_a_rank_whose_records_were_lost_is_not_called_idle(tmp_path, rel, stored, lost):
+    from iodiag.analyzers.readers.container import read_header
+
+    src = corpus_path(rel)
+    data = src.read_bytes()
+    off, ln = read_header(data).mod_map[stored]
+    prof = load_job([str(_flipped(tmp_path, data, off + int(ln * 0.3)))])
+    assert [(i.kind, i.module) for i in prof.issues_seen] == [("truncated", lost)]
+    # before: "1 of 32 processes issue no POSIX reads or writes" for the rank whose records were lost
+    assert _inactive(prof) == []
+    whole = load_job([str(src)])
+    if rel != HALF_RANKS:  # the undamaged log has no idle rank: any claim on the damaged copy would be the damage's
+        assert _inactive(whole) == []
+
+
+@pytest.mark.parametrize("stored,module", [(1, "POSIX"), (9, "DXT_POSIX")])
+def test_records_lost_beneath_the_judged_level_keep_an_idle_rank_claim(tmp_path, stored, module):
+    """Half of the 10 ranks write H5D datasets: a loss in POSIX or DXT_POSIX (beneath H5D) does not hide that."""
+    from iodiag.analyzers.readers.container import read_header
+
+    src = corpus_path(HALF_RANKS)
+    data = src.read_bytes()
+    off, ln = read_header(data).mod_map[stored]
+    prof = load_job([str(_flipped(tmp_path, data, off + ln // 2))])
+    assert [(i.kind, i.module) for i in prof.issues_seen] == [("truncated", module)]
+    got, want = _inactive(prof), _inactive(load_job([str(src)]))
+    assert len(got) == len(want) == 1
+    assert got[0].processes == want[0].processes == [1, 3, 5, 7, 9] and got[0].evidence["level"] == "H5D"
+
+
+def test_only_the_damaged_logs_ranks_are_left_out(tmp_path):
+    """Two logs of 10 ranks each (the half-ranks HDF5 log and a copy whose H5D region lost records): the damaged
+    log's ranks are not judged, the intact log's idle ranks still are, and the evidence says how many were left
+    out."""
+    from iodiag.analyzers.readers.container import read_header
+
+    src = corpus_path(HALF_RANKS)
+    data = src.read_bytes()
+    off, ln = read_header(data).mod_map[4]  # H5D
+    bad = _flipped(tmp_path, data, off + int(ln * 0.3))
+    prof = load_job([str(bad), str(src)])
+    assert [(i.kind, i.module) for i in prof.issues_seen] == [("truncated", "H5D")]
+    (f,) = _inactive(prof)
+    pr = prof.processes
+    intact = {int(p) for p, lp in zip(pr["proc"].tolist(), pr["log_path"].tolist()) if lp == str(src)}
+    assert set(f.processes) <= intact and len(f.processes) == 5
+    assert f.evidence["processes"] == 10 and f.evidence["processes_with_lost_records"] == 10
+    assert f.evidence["data_ops_on_active"] == _inactive(load_job([str(src)]))[0].evidence["data_ops_on_active"]

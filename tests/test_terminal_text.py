@@ -8,6 +8,7 @@ import re
 import pytest
 
 from iodiag.reports.terminal import render_terminal
+from iodiag.units import fmt_bytes, fmt_pct, fmt_seconds
 from iodiag.reports.textout import Lines, cell_len, clean
 from test_snapshots import _report
 
@@ -115,3 +116,37 @@ def test_wrapping_property_on_random_text():
         assert all(cell_len(line) <= width for line in text.splitlines()), (width, segs)
         sent = "".join(s for s, _ in segs).replace("\t", "?").replace("\x1b", "?")
         assert "".join(text.split()) == "".join(sent.split()), segs
+
+
+def test_an_evidence_value_is_shown_in_the_unit_its_key_names():
+    """noposixopens.darshan (32 ranks, 100% of the bytes through STDIO): the stdio-heavy evidence
+    ``stdio_share_of_bytes`` (1.0) read "1 B" (its key ends in ``_bytes``).  A share is a percent before any unit
+    of what it is a share of; a count whose key only contains "share" (``shared_files``) stays a count."""
+    from conftest import corpus_path, run_cli
+    from iodiag.reports.terminal import _value
+
+    log = corpus_path("darshan/darshan-util/pydarshan/darshan/tests/input/noposixopens.darshan")
+    rep = json.loads(run_cli("report", str(log), "--json").stdout)
+    ev = next(f for f in rep["findings"] if f["id"] == "stdio-heavy")["evidence"]
+    res = run_cli("report", str(log), env={"COLUMNS": "80"})
+    text = " ".join(res.stdout.decode().split())  # the evidence line may wrap
+    assert res.returncode == 0
+    assert f"stdio share of bytes {fmt_pct(ev['stdio_share_of_bytes'])}" in text and ev["stdio_share_of_bytes"] > 0.99
+    assert "stdio share of bytes 1 B" not in text
+    assert f"stdio bytes {fmt_bytes(ev['stdio_bytes'])}" in text
+    assert _value("posix_read_share_of_posix_io_s", 0.25) == "25%"
+    assert _value("shared_files", 3) == "3"
+    assert _value("share_of_bytes_on_heavy", 0.5) == "50%"
+    assert _value("max_bytes", 2048) == fmt_bytes(2048) and _value("slowest_io_s", 2.5) == fmt_seconds(2.5)
+
+
+def test_a_top_files_layer_label_reads_as_users_name_the_layers():
+    """The report's ``module`` of a top file ("H5F+MPI-IO+POSIX", every layer with records of it) is shown with
+    the names users know, the application's layer first, every layer kept."""
+    from iodiag.reports.terminal import _layers
+
+    assert _layers("H5F+MPI-IO+POSIX") == "HDF5+MPI-IO+POSIX"
+    assert _layers("MPI-IO+PNETCDF_FILE+POSIX") == "PnetCDF+MPI-IO+POSIX"
+    assert _layers("DAOS+DFS") == "DFS+DAOS" and _layers("POSIX+STDIO") == "POSIX+STDIO" and _layers("POSIX") == "POSIX"
+    text = render_terminal(_report("h5bench-write"), color=False, width=80)
+    assert "HDF5+MPI-IO+POSIX" in text.split("Top files", 1)[1]

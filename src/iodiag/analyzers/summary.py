@@ -232,10 +232,9 @@ def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, sk
                 stack: bool = False) -> None:
     """Add the layers' records to ``acc`` (file id -> sums), leaving out files in ``skip``.  With ``stack`` the
     layers are one stack, lowest first: a file already counted at a layer below keeps that layer's bytes (DAOS
-    beneath DFS: a DFS file's bytes once), takes the larger read, write and metadata seconds of the two, and,
-    unless it was counted at the POSIX level, this layer's name."""
+    beneath DFS: a DFS file's bytes once), takes the larger read, write and metadata seconds of the two, and
+    this layer's name with the names it has (a file MPI-IO wrote through POSIX is "MPI-IO+POSIX")."""
     skip = set(skip or ())
-    base = set(skip)  # files of the layers beneath these (not named with them)
     for mod, pre in layers:
         t = profile.module(mod)
         if t is None:
@@ -258,7 +257,7 @@ def _accumulate(profile: JobProfile, layers, acc: dict, log_size: np.ndarray, sk
                     if d is not None:
                         d[col] = max(d.get(col, 0.0), v)
             for f in uq.tolist():
-                if f in acc and f not in base:
+                if f in acc:
                     acc[f].setdefault("_layers", set()).add(mod)
         if not keep.any():
             continue

@@ -499,7 +499,9 @@ def _fsync_per_write(f: Finding, cfg: Config) -> str:
             f"average: every write waits for the storage device. Sync once at the end of the file or per checkpoint "
             f"(write(fd, buf, n) in the loop, then one fsync(fd) before close(fd)); where the data must be durable "
             f"write by write, fdatasync(fd) skips the metadata update. The syncs are inside the {fmt_seconds(ev['write_s_bound'])} "
-            f"(process-seconds) of write time on these files (Darshan counts fsync time as write time)")
+            f"(process-seconds) of write time on these files (Darshan counts fsync time as write time)"
+            + (f", so they cost the run at most {fmt_seconds(f.est_cost_s)} (the slowest process's write time)"
+               if f.est_cost_s is not None and f.est_cost_s < 0.995 * float(ev["write_s_bound"]) else ""))
 
 
 # ---------------------------------------------------------------------------------------------- MPI / parallel
@@ -519,8 +521,11 @@ def _no_collective_io(f: Finding, cfg: Config) -> str:
 
 def _straggler_process(f: Finding, cfg: Config) -> str:
     ev, x = f.evidence, f.facts
+    mpiio = str(x["what"]).startswith("MPI-IO")
     return (f"process {x['worst']} spends most of its time in {x['what']} on {x['file'] or 'its files'}"
-            f"; it moves no more data than its peers, so look at where it runs: "
+            + ("; in collective MPI-IO calls that is time waiting for the other ranks to arrive or for the "
+               "aggregators, so compare when the ranks enter those calls (work done before them)" if mpiio else "")
+            + "; it moves no more data than its peers, so look at where it runs: "
             + (f"{ev['suspect_ost_straggler_files']} of the stragglers' files sit on Lustre OST {ev['suspect_ost']} "
                f"(vs {ev['suspect_ost_other_files']} of the other files): check that OST's health/load or restripe "
                "away from it (lfs setstripe -o); " if "suspect_ost" in ev else

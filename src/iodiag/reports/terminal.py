@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_seconds
@@ -13,19 +14,37 @@ SEV_STYLE = {"high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim
 _SKIP_EVIDENCE = ("cost_process_s", "cost_share_of_io_process_s")
 
 
+# "share" as a word of the key: a share of something (``stdio_share_of_bytes``, ``posix_read_share_of_posix_io_s``)
+# is a percent whatever unit the something is in; ``shared_files`` is a count
+_SHARE = re.compile(r"(^|_)share(_|$)")
+
+
 def _value(k: str, v: Any) -> str:
-    """A number in the unit its key names (``*_bytes`` bytes, ``*_s`` seconds, ``*share*`` percent)."""
+    """A number in the unit its key names: a share (``share`` a word of the key) percent, before ``*_bytes``
+    bytes and ``*_s`` seconds (``stdio_share_of_bytes`` is a share of the bytes, not bytes)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         if isinstance(v, (list, tuple)):
             return ", ".join(str(x) for x in v[:5]) + (" …" if len(v) > 5 else "")
         return str(v)
+    if _SHARE.search(k):
+        return fmt_pct(float(v))
     if k.endswith("_bytes") or k.startswith("bytes_") or k.endswith("_bytes_read") or k.endswith("_bytes_written"):
         return fmt_bytes(v)
     if k.endswith("_s"):
         return fmt_seconds(float(v))
-    if "share" in k:
-        return fmt_pct(float(v))
     return f"{v:,}" if isinstance(v, int) else f"{v:,.3g}"
+
+
+# a top file's layers (the report's ``module``: "H5F+MPI-IO+POSIX") as users name them, the application's layer
+# first: "HDF5+MPI-IO+POSIX", "PnetCDF+MPI-IO+POSIX" (shorter, so the path keeps more of itself at 80 columns)
+_LAYER_NAME = {"H5F": "HDF5", "H5D": "HDF5", "PNETCDF_FILE": "PnetCDF", "PNETCDF_VAR": "PnetCDF"}
+_LAYER_ORDER = ("HDF5", "PnetCDF", "MPI-IO", "DFS", "DAOS", "POSIX", "STDIO")
+
+
+def _layers(module: str) -> str:
+    names = list(dict.fromkeys(_LAYER_NAME.get(m, m) for m in str(module).split("+") if m))
+    rank = {n: i for i, n in enumerate(_LAYER_ORDER)}
+    return "+".join(sorted(names, key=lambda n: (rank.get(n, len(rank)), n)))
 
 
 def _evidence(ev: dict[str, Any], limit: int = 4) -> str:
@@ -190,7 +209,7 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         blank()
         cols = [(c, "left" if c in ("file", "module") else "right") for c in ("file", "module", "I/O s", "read", "written", "procs")]
         out.table("Top files by I/O time", cols, [
-            (keep_end(f["path"], max(24, width - 52)), f["module"], f"{f['io_time_s']:.3f}", fmt_bytes(f["bytes_read"]),
+            (keep_end(f["path"], max(24, width - 52)), _layers(f["module"]), f"{f['io_time_s']:.3f}", fmt_bytes(f["bytes_read"]),
              fmt_bytes(f["bytes_written"]), "all (shared)" if f["processes"] < 0 else str(f["processes"]))
             for f in report["top_files"]])
     sp = report.get("process_spread")

@@ -27,18 +27,10 @@ _LEVELS = (("H5D", "H5D"), ("PNETCDF_VAR", "PNETCDF_VAR"), ("MPI-IO", "MPIIO"), 
 
 
 def _proc_times(profile: JobProfile) -> np.ndarray:
-    """Per-process I/O seconds: DXT busy time plus metadata seconds when the trace is complete, else counters."""
-    m = metrics_of(profile)
-    if not m.dxt_complete:
-        return m.proc_io_s
-    busy = np.zeros(m.nprocs)
-    for o in process_tables(profile.ops, ("proc", "module", "start_s", "end_s")):  # exact per process
-        pos = o["module"] == 0
-        busy += group_sum(np.clip(o["proc"][pos], 0, None), (o["end_s"] - o["start_s"])[pos], m.nprocs)[: m.nprocs]
-    lv = m.level
-    own = lv["proc"] >= 0
-    meta = group_sum(lv["proc"][own], lv["meta_s"][own], m.nprocs)[: m.nprocs]
-    return busy + meta + (lv["meta_s"][~own].sum() + (lv["read_s"] + lv["write_s"])[~own & (lv["module"] == "STDIO")].sum()) / m.nprocs
+    """Per-process I/O seconds: the time model's (``TimeModel.proc_io_s``, wall seconds over every layer: the
+    POSIX level, MPI-IO time beyond the POSIX time beneath it, HDF5, PnetCDF, DFS; the union of a complete trace's
+    intervals plus the metadata seconds it does not hold), so a process slow in MPI-IO is seen as one."""
+    return np.asarray(time_model_of(profile).proc_io_s, "f8")
 
 
 def _rows_of(profile: JobProfile, proc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -75,24 +67,63 @@ def detect_straggler_process(profile: JobProfile, cfg: Config) -> list[Finding]:
     procs = procs[order]
     worst = int(procs[0])
     lv = m.level
+    tm = time_model_of(profile)
     mine, wgt = _rows_of(profile, worst)
     t_row = (lv["read_s"] + lv["write_s"] + lv["meta_s"]) * wgt
     split = {k: float((lv[k] * wgt)[mine].sum()) for k in ("read_s", "write_s", "meta_s")}
     ev = {"stragglers": int(len(procs)), "processes_with_io": int(active.sum()), "median_io_s": med, "mad_io_s": mad,
           "slowest_io_s": float(x[worst]), "slowest_robust_z": float(z[slow][order][0]),
           "slowest_excess_s": float(x[worst] - med), **{f"slowest_{k}": v for k, v in split.items()},
-          "source": "dxt" if m.dxt_complete else "counters"}
-    what = max(split, key=split.get).replace("_s", "") if any(split.values()) else "I/O"
+          "source": "dxt" if tm.basis == "ops" else "counters"}
+    above = _above_posix_s(profile, tm, worst)
+    ev.update({f"slowest_{k}": v for k, v in above.items() if v > 0})
+    both = {**split, **above}
+    what = max(both, key=both.get) if any(both.values()) else "I/O"
+    what = _WHAT.get(what, what.replace("_s", ""))
     ost = _common_ost(profile, procs)
     ev.update(ost)
     ev.update(_finish_and_host(profile, procs, np.flatnonzero(active)))
-    files = top_files(profile, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
-    # the job waits for its slowest process: its excess over the median, in wall seconds, is what it costs
-    wall = float(x[worst] - med) * float(time_model_of(profile).proc_scale[worst])
+    files = _files_of(profile, worst, lv["file_id"][mine], t_row[mine], cfg.report.top_files)
+    # the job waits for its slowest process: its excess over the median (wall seconds already) is what it costs
+    wall = float(x[worst] - med)
     return [finding(cfg, profile, STRAGGLER_PROCESS.id, f"{len(procs)} process(es) spend far longer in I/O than their peers "
                     f"(slowest {x[worst]:.2f} s vs median {med:.2f} s)", wall_s=wall, evidence=ev, files=files,
                     processes=[int(p) for p in procs[: cfg.report.top_processes]],
                     facts={"worst": worst, "what": what, "file": files[0] if files else None})]
+
+
+_WHAT = {"mpiio_beyond_posix_s": "MPI-IO calls (beyond the POSIX I/O beneath them)",
+         "upper_layers_beyond_s": "HDF5/PnetCDF/DFS calls"}
+
+
+def _above_posix_s(profile: JobProfile, tm, proc: int) -> dict[str, float]:
+    """The process's seconds in the layers above the POSIX level that its POSIX-level seconds do not hold
+    (process-seconds, as the ``slowest_read_s``/``write_s``/``meta_s`` split): MPI-IO beyond its POSIX time, and
+    what HDF5, PnetCDF and DFS/DAOS add beyond those two (``TimeModel.proc_layer_s``)."""
+    out = {}
+    posix = metrics_of(profile).proc_io_s
+    mpiio = float(tm.proc_mpiio_wait_s[proc]) if len(tm.proc_mpiio_wait_s) > proc else 0.0
+    out["mpiio_beyond_posix_s"] = mpiio
+    if len(tm.proc_layer_s) > proc and len(posix) > proc:
+        out["upper_layers_beyond_s"] = max(float(tm.proc_layer_s[proc]) - float(posix[proc]) - mpiio, 0.0)
+    return out
+
+
+def _files_of(profile: JobProfile, proc: int, fids: np.ndarray, secs: np.ndarray, k: int) -> list[str]:
+    """The process's top files: per file the larger of its POSIX-level and its MPI-IO seconds (a layer's time
+    holds the time of the layer beneath it: never their sum), so a process slow in MPI-IO names its MPI-IO files."""
+    mp = profile.module("MPI-IO")
+    if mp is not None:
+        mine = mp["proc"] == proc
+        if mine.any():
+            from ..timemodel import module_row_times
+
+            ids = np.concatenate([fids, mp["file_id"][mine].astype(fids.dtype)])
+            uq, inv = np.unique(ids, return_inverse=True)
+            low = np.bincount(inv[: len(fids)], weights=secs, minlength=len(uq))
+            up = np.bincount(inv[len(fids):], weights=module_row_times(profile, "MPI-IO")[mine], minlength=len(uq))
+            fids, secs = uq, np.maximum(low, up)
+    return top_files(profile, fids, secs, k)
 
 
 def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) -> dict:
@@ -233,6 +264,24 @@ def _data_ops(profile: JobProfile, mod: str, pre: str) -> np.ndarray:
     return pcol(profile, mod, f"{pre}_READS") + pcol(profile, mod, f"{pre}_WRITES")
 
 
+# records of one module of a log lost (damage, a newer module format, a record cap): a rank whose share was lost
+# has no records there, as an idle rank has none
+_RECORDS_LOST = ("truncated", "newer-format", "partial-module")
+
+
+def _logs_with_lost_records(profile: JobProfile, mods: tuple[str, ...]) -> np.ndarray | None:
+    """Log indices (``processes["log"]``) of the logs whose records of any of ``mods`` were lost; None when a
+    loss cannot be tied to a log of the process table (then every log is taken as damaged)."""
+    paths = {i.path for i in profile.issues_seen if i.kind in _RECORDS_LOST and i.module in mods}
+    if not paths:
+        return np.zeros(0, "i8")
+    pr = profile.processes
+    hit = np.isin(pr["log_path"].astype(str), list(paths))
+    if not hit.any():
+        return None
+    return np.unique(pr["log"][hit])
+
+
 def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
     if len(profile.processes) < 2:
         return []  # eligible ranks are at most one per process row
@@ -243,7 +292,20 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
     eligible[profile.processes["proc"]] = np.bincount(logs)[logs] >= 2 if len(logs) else False
     if eligible.sum() < 2:
         return []
+    lost_ranks = 0
     for mod, pre in _LEVELS:
+        # a rank whose records of this level (or of a level above it, which would have been judged instead) were
+        # lost to damage looks idle here: its log's ranks are not judged, and the claim says how many were left out
+        lost = _logs_with_lost_records(profile, (mod,))
+        if lost is None:
+            return []
+        if len(lost):
+            gone = np.zeros(n, bool)
+            gone[profile.processes["proc"][np.isin(logs, lost)]] = True
+            lost_ranks += int((eligible & gone).sum())
+            eligible &= ~gone
+            if eligible.sum() < 2:
+                return []
         t = profile.module(mod)
         if t is None:
             continue
@@ -260,7 +322,9 @@ def detect_inactive_ranks(profile: JobProfile, cfg: Config) -> list[Finding]:
         io_wall = time_model_of(profile).io_wall_s
         cost = io_wall * len(idle) / n  # I/O the idle ranks could have taken off the critical path
         ev = {"inactive_processes": int(len(idle)), "processes": n, "level": mod,
-              "data_ops_on_active": int(per.sum()), "critical_io_s": io_wall}
+              "data_ops_on_active": int(per[eligible].sum()), "critical_io_s": io_wall}
+        if lost_ranks:
+            ev["processes_with_lost_records"] = lost_ranks
         return [finding(cfg, profile, INACTIVE_RANKS.id, f"{len(idle)} of {n} processes issue no {mod} reads or writes",
                         wall_s=cost, evidence=ev, processes=[int(p) for p in idle[: cfg.report.top_processes]])]
     return []
@@ -278,7 +342,8 @@ RANK_IMBALANCE = FindingSpec(
 )
 STRAGGLER_PROCESS = FindingSpec(
     id="straggler-process", seq=9, detect=detect_straggler_process,
-    fires="robust z (median/MAD) of per-process I/O time > `mad_factor`, excess ≥ max(`min_excess_s`, "
+    fires="robust z (median/MAD) of per-process I/O time (the time model's, over every layer: POSIX level, MPI-IO "
+          "beyond it, HDF5, PnetCDF, DFS) > `mad_factor`, excess ≥ max(`min_excess_s`, "
           "`min_excess_share` × median), and the process does not carry ≥ `imbalance_ratio` × median bytes (that is "
           "rank-imbalance); names the Lustre OST shared by the stragglers' files",
     cost="excess over the median",
@@ -290,7 +355,8 @@ STRAGGLER_PROCESS = FindingSpec(
 INACTIVE_RANKS = FindingSpec(
     id="inactive-ranks", seq=11, detect=detect_inactive_ranks,
     fires="in a multi-rank log, ranks with no reads/writes at the highest interface with data (H5D, PNETCDF_VAR, "
-          "MPI-IO, POSIX, STDIO)",
+          "MPI-IO, POSIX, STDIO); the ranks of a log whose records of that level (or of a level above it) were lost "
+          "(a damaged region, a newer module format, a record cap) are not judged: a lost rank is not an idle one",
     cost="critical path × idle share",
     admin_action="Point these users at fewer I/O ranks or aggregated I/O; idle ranks hold core-hours while a few do "
                  "the I/O.",

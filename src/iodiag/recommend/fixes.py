@@ -662,7 +662,17 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
         recs[out.id] = replace(out, addresses=tuple(dict.fromkeys(addresses)),
                                based_on=based + ((live or "") if out.id in ("chunking", "layout") else ""))
     out = _merge_into_chunking(_merge_into_open_once(list(recs.values()), findings), findings, j)
-    return [_with_gain(r, profile, j, bound, findings) for r in out] + why
+    gained = [_with_gain(r, profile, j, bound, findings) for r in out]
+    return [r for r in gained if not _nothing_to_gain(r, findings)] + why
+
+
+def _nothing_to_gain(r: Recommendation, findings: Sequence[Finding]) -> bool:
+    """A change whose true bound is under 1 % of the run, for findings of low or info severity only: listing it
+    would send a user to work for nothing (a medium+ finding keeps its change: the report must address it)."""
+    if r.gain != "bound" or r.speedup_high is None or r.speedup_high >= 1.01:
+        return False
+    sev = {f.id: f.severity for f in findings}
+    return all(sev.get(a) in ("low", "info") for a in r.addresses)
 
 
 # findings that a file re-opened for every step shows as well: its header and index are read again each time
@@ -732,5 +742,7 @@ def _with_gain(r: Recommendation, profile, j: JobFacts, bound: float | None,
     where = (f"the I/O on the {len(paths)} file(s) it concerns" if paths else
              f"all {j.io_wall_s:.2f} s of I/O on the critical path")
     return replace(r, gain="bound", speedup_low=1.0, speedup_high=hi,
+                   gain_over=(f"the I/O on the {len(paths)} file(s) it concerns" if paths else
+                              "all the I/O on the critical path"),
                    notes=r.notes + (f"bound: the change acts inside the I/O calls; removing {where} from the "
                                     f"{j.runtime_s:.2f} s run would make it {hi:.2f}x faster, so no more",))

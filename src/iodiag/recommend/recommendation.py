@@ -50,6 +50,9 @@ class Recommendation:
     # model: speedup_high), "unknown" (measure it: iodiag verify), "none" (not a speed-up: a measurement change).
     # A rule sets recommend.fixes.IO_ONLY / RESHAPES here; recommend.fixes turns that into "bound" / "unknown".
     gain: str | None = None
+    # a bound's basis: what it assumes removed ("the I/O on the 3 files it concerns", "all the I/O on the
+    # critical path" when the change applies to every file or its findings do not list all their files)
+    gain_over: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,4 +70,5 @@ class Recommendation:
             "abstain": self.abstain,
             "notes": list(self.notes),
             "gain": self.gain,
+            "gain_over": self.gain_over,
         }

@@ -25,7 +25,9 @@ def gain_text(r: dict[str, Any]) -> str:
         return (f"predicted {e:.1f}x{band}, band validated on measured runs" if band else
                 f"predicted {e:.1f}x (no validated band) — measure it: iodiag verify")
     if kind == "bound" and hi is not None:
-        return f"at most {hi:.2f}x (a bound: all the I/O it acts on removed)"
+        over = r.get("gain_over") or "all the I/O it acts on"
+        return f"at most {hi:.2f}x (a bound: if {over} went away)" if hi < 10 else \
+            f"at most {hi:.1f}x (a bound: if {over} went away)"
     if kind == "none":
         return "not a speed-up (changes what is measured)"
     if kind is not None or (e is None and hi is None):

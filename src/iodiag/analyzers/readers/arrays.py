@@ -69,7 +69,7 @@ def _meta(array_dir: str, docs: Mapping[str, Any] | None) -> dict | None:
 
 def array_dirs(paths) -> list[str]:
     """The Zarr array folders holding the given file paths (chunk files or metadata files), at most _MAX_ARRAYS."""
-    from ..detectors._zarr import chunk_key
+    from ..zarrpath import chunk_key
 
     dirs: dict[str, None] = {}
     for p in paths:

@@ -37,6 +37,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analyzers.metrics", ("iodiag.analyzers.metrics", "iodiag.analyzers.timemodel", "iodiag.analyzers.tasktime",
                            "iodiag.analyzers.summary", "iodiag.analyzers.context")),
     ("analyzers.detectors", ("iodiag.analyzers.detectors",)),
+    # the report model (schema iodiag.report/1), assembled once from the analyzers' results; reports/ format it
+    ("analyzers.report", ("iodiag.analyzers.report",)),
     ("recommend", ("iodiag.recommend",)),
     ("reports", ("iodiag.reports",)),
     ("site", ("iodiag.site", "iodiag.service")),

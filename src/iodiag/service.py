@@ -65,7 +65,7 @@ def diagnose_report(*, profile: JobProfile, config: Config, obfuscate: bool = Fa
     """Findings and the JSON-able report dict (schema iodiag.report/1) of a loaded profile, with the
     recommendations (``recommendations``: rules, and the shipped tree when one is installed and valid; a missing
     or stale model becomes an abstention there, not an error)."""
-    from .reports.json_report import build_report
+    from .analyzers.report import build_report
 
     adv = advise_profile(profile=profile, config=config, home=home, strict=False)
     findings = adv.findings

@@ -61,9 +61,6 @@ SKIPS: dict[str, tuple[str, ...]] = {
 
 # (importer, imported) -> why it is still there.  Each entry is a debt: remove it when the import goes.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("iodiag.workloads.read", "iodiag.analyzers.readers.arrays"):
-        "the read workload records its variable's Zarr metadata (array_meta) in its results record at run time; "
-        "array_meta belongs with collectors/snapshot.py's zarr_docs (a move for the readers' owner)",
     ("iodiag.recommend.train", "iodiag.jobs.sweep.collect"):
         "training reads sweep folders with the sweep collector's private _load (jobs/sweep is another helper's "
         "area in issue 29's round: give collect.py a public reader, then drop this)",

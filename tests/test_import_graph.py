@@ -17,9 +17,10 @@ from conftest import REPO
 SRC = REPO / "src" / "iodiag"
 
 # Lowest first.  A module belongs to the layer of its longest matching prefix and may import its own layer and
-# those below it, never one above.  The flow (docs/ARCHITECTURE, the house rules): collectors -> jobs ->
-# analyzers (readers -> one JobProfile -> metrics/time model -> pure detectors) -> recommend -> reports (only
-# format) -> site ingest / service (compose the pipeline) -> cli (the only place that prints or exits).
+# those below it, never one above.  The flow (the project's architecture sketch and house rules): collectors ->
+# jobs -> analyzers (readers -> one JobProfile -> metrics/time model -> pure detectors -> the report model) ->
+# recommend -> reports (only format) -> site ingest / service (compose the pipeline) -> cli (the only place that
+# prints or exits).  docs/contributing.md says where a new piece goes.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # shared by all: units, the error root, the one Config, the profile and finding types
     ("base", ("iodiag", "iodiag.units", "iodiag.errors", "iodiag.config", "iodiag.tomlread", "iodiag.profile",

@@ -78,6 +78,19 @@ def _lost_cause(kind: str, status: int | None, timeout_s: float, *, job: bool = 
     return _describe_status(code)
 
 
+def _mark_lost(job: tuple[Any, list[str], dict], i: int, lost: str, status: int, timeout_s: float,
+               job_timeout_s: float) -> None:
+    """The reader server died or hung on log ``i`` of ``job`` (-1: in the job's function): the jobs done but not
+    yet sent are done again by a fresh server; this one gets the failure filled in, a log lost or the job itself."""
+    paths, pre = job[1], job[2]
+    cause = _lost_cause(lost, status, timeout_s if i >= 0 else job_timeout_s, job=i < 0)
+    if i >= 0:
+        pre[i] = LogResult(paths[i], error_kind=lost, error=cause)
+    else:
+        what = "hung" if lost == "timeout" else "died"
+        pre[_FAILED] = f"the reader process {what} while processing this job: {cause}"
+
+
 # Where the server is, in a small block of memory it shares with its parent:
 # (sequence number, job, log) - log -1 while the function runs on the job.
 # Written before each step (a few hundred ns), read by the parent only when
@@ -147,6 +160,21 @@ FLUSH_BYTES = 256 << 10
 _FAILED = -1  # key in a job's prefailed dict: the cause that job already failed with (not run again)
 
 
+def _read_job(pos, seq: int, j: int, paths: list[str], prefailed: dict, modules: tuple[str, ...],
+              names: bool) -> tuple[int, list[LogResult]]:
+    """(sequence number, LogResults) of job j's logs, each but those that failed before read here; the position
+    (seq, j, log) is written to the shared block before each read."""
+    results = []
+    for i, path in enumerate(paths):
+        r = prefailed.get(i)
+        if r is None:
+            seq += 1
+            _POS.pack_into(pos, 0, seq, j, i, time.monotonic())
+            r = _read_one(path, modules, names)
+        results.append(r)
+    return seq, results
+
+
 def _serve(wfd: int, posfd: int) -> None:
     """Body of the reader server: requests on stdin, messages on ``wfd``, position in ``posfd``.
 
@@ -197,14 +225,7 @@ def _serve(wfd: int, posfd: int) -> None:
             if failed is not None:
                 pending.append(("fail", j, failed))
                 continue
-            results = []
-            for i, path in enumerate(paths):
-                r = prefailed.get(i)
-                if r is None:
-                    seq += 1
-                    _POS.pack_into(pos, 0, seq, j, i, time.monotonic())
-                    r = _read_one(path, modules, names)
-                results.append(r)
+            seq, results = _read_job(pos, seq, j, paths, prefailed, modules, names)
             if fn is not None:
                 seq += 1
                 _POS.pack_into(pos, 0, seq, j, -1, time.monotonic())

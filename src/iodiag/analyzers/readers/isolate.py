@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .affinity import _split_cpus, _unsplit
 from .child import (_FAILED, _POS, CHILD_MEMORY_LIMIT, LogResult, _apply, _arrays, _child, _describe_status,
-                    _lost_cause, _read_one, _shared_fd, resolve)
+                    _lost_cause, _mark_lost, _read_one, _shared_fd, resolve)
 from .darshan_decode import ALL_MODULES, BLOCKS, NAMES
 from .wire import _HDR, OOB_MIN_BUFFER, OOB_MIN_BYTES, _oob_channel, _Reader
 
@@ -174,6 +174,23 @@ def prefetch(paths: Iterable[str], modules: Iterable[str] = ALL_MODULES, *, name
     return Prefetch([os.fspath(p) for p in paths], tuple(modules), names)
 
 
+def _read_here(paths: list[str], modules: tuple[str, ...], names: bool,
+               progress: Callable[[int], None] | None) -> Iterator[LogResult]:
+    """``_read_logs`` without a child (isolate=False): each log decoded in this process."""
+    for p in paths:
+        yield _read_one(p, modules, names)
+        if progress:
+            progress(1)
+
+
+def _head_start(work: Callable[[], None]) -> None:
+    """The caller's ``while_reading`` work, run while the first reader child decodes; what it raises is ignored."""
+    try:
+        work()
+    except Exception:  # noqa: BLE001 - only a head start: the caller's own path meets any real error
+        pass
+
+
 def _read_logs(
     paths: Iterable[str],
     modules: Iterable[str] = ALL_MODULES,
@@ -188,25 +205,17 @@ def _read_logs(
     paths = [os.fspath(p) for p in paths]
     modules = tuple(modules)
     if not isolate:
-        for p in paths:
-            yield _read_one(p, modules, names)
-            if progress:
-                progress(1)
+        yield from _read_here(paths, modules, names, progress)
         return
     start = 0
     while start < len(paths):
         batch = paths[start:]
-        if prefetched is not None and start == 0 and prefetched.serves(batch, modules, names):
-            pid, rfd, psock = prefetched.take()
-        else:
-            pid, rfd, psock = _start_child(batch, modules, names)
+        adopt = prefetched is not None and start == 0 and prefetched.serves(batch, modules, names)
+        pid, rfd, psock = prefetched.take() if adopt else _start_child(batch, modules, names)
         reader = _Reader(rfd, psock)
         if while_reading is not None:
             _idle, while_reading = while_reading, None
-            try:
-                _idle()
-            except Exception:  # noqa: BLE001 - only a head start: the caller's own path meets any real error
-                pass
+            _head_start(_idle)
         current = None
         next_index = 0
         try:
@@ -485,15 +494,7 @@ class ReaderServer:
                         return
                     yield from self._flush(last, progress)
                     if seq != 0 and j >= nj:
-                        # the jobs done but not yet sent are done again by a fresh server; the one
-                        # it was on gets the failure filled in: a log lost, or the job itself
-                        paths, pre = batch[j][1], batch[j][2]
-                        cause = _lost_cause(lost, status, timeout_s if i >= 0 else job_timeout_s, job=i < 0)
-                        if i >= 0:
-                            pre[i] = LogResult(paths[i], error_kind=lost, error=cause)
-                        else:
-                            what = "hung" if lost == "timeout" else "died"
-                            pre[_FAILED] = f"the reader process {what} while processing this job: {cause}"
+                        _mark_lost(batch[j], i, lost, status, timeout_s, job_timeout_s)
                     start += nj
                     break
                 heard = True

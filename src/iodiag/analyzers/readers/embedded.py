@@ -200,6 +200,11 @@ def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBu
         del r, t0, t1
 
 
+_PROC_COLUMNS = ("proc", "log", "rank", "pid", "ppid", "host", "exe", "args", "log_path", "start_s", "end_s", "partial",
+                 "end_kind", "exit_status", "records", "dropped")
+_UNREADABLE_TRACE = "this process's I/O is missing from the job; the trace file is damaged"
+
+
 def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
     """Read every process trace in ``trace_dir`` into one ``JobProfile``."""
     trace_dir = Path(trace_dir)
@@ -214,41 +219,14 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
         except (OSError, ValueError):
             meta = {}
     issues: list[LoadIssue] = []
-    traces = sorted(trace_dir.glob("*.iot"))
-    headers: list[np.void] = []
-    counts: list[int] = []
-    paths: list[Path] = []
-    for p in traces:
-        try:
-            hdr, n = trace_header(p)
-        except (OSError, ValueError) as exc:
-            issues.append(LoadIssue(path=str(p), kind="unreadable", cause=str(exc),
-                                    next_step="this process's I/O is missing from the job; the trace file is damaged"))
-            continue
-        headers.append(hdr)
-        counts.append(n)
-        paths.append(p)
-    order = sorted(range(len(headers)), key=lambda i: (int(headers[i]["start_ns"]), int(headers[i]["pid"])))
-    headers = [headers[i] for i in order]
-    counts = [counts[i] for i in order]
-    paths = [paths[i] for i in order]
-    if not traces:
-        issues.append(LoadIssue(path=str(trace_dir), kind="missing-log",
-                                cause="no process left a trace: the workload did no traced I/O, or LD_PRELOAD was dropped (setuid or static binaries)",
-                                next_step="check that the workload reads or writes files outside the excluded system paths"))
-
+    headers, counts, paths = _trace_headers(trace_dir, issues)
     names: dict[int, str] = {}
     for p in paths:
         names.update(_read_names(p.with_suffix(".names")))
 
-    nproc = len(headers)
     proc_start = np.array([int(h["start_ns"]) * 1e-9 for h in headers], dtype="f8")
-    pids = [int(h["pid"]) for h in headers]
-    proc_cols: dict[str, list] = {k: [] for k in ("proc", "log", "rank", "pid", "ppid", "host", "exe", "args", "log_path",
-                                                   "start_s", "end_s", "partial", "end_kind", "exit_status", "records",
-                                                   "dropped")}
-    failed_total = inflight_total = dropped_total = 0
-    capped_any = False
+    proc_cols: dict[str, list] = {k: [] for k in _PROC_COLUMNS}
+    totals = {"failed": 0, "inflight": 0, "dropped": 0, "capped": False}
     # the batch contract (analyzers/batches.py): one process at a time, its ops converted in bounded chunks into
     # columns allocated once; counters and file ids folded per process
     # a job too large to hold keeps its ops as a source re-read one process at a time (batches.OpsSource)
@@ -256,75 +234,107 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
     counter_parts: dict[str, list[Table]] = {"POSIX": [], "STDIO": []}
     ids: set[int] = set()
     for i, (h, n, p) in enumerate(zip(headers, counts, paths)):
-        try:
-            recs = np.fromfile(p, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
-        except (OSError, ValueError) as exc:  # vanished or shrank between the header and the records
-            issues.append(LoadIssue(path=str(p), kind="unreadable", cause=str(exc),
-                                    next_step="this process's I/O is missing from the job; the trace file is damaged"))
-            recs = np.zeros(0, RECORD_DTYPE)
-            n = 0
-        valid = recs["op"] != 0
-        inflight = int((~valid).sum())
-        recs = recs[valid] if inflight else recs
-        failed = (recs["flags"] & RF_FAILED) != 0
-        n_failed = int(failed.sum())
-        failed_total += n_failed
-        inflight_total += inflight
-        flags = int(h["flags"])
-        dropped = int(h["dropped"])
-        dropped_total += dropped
-        capped = bool(flags & HF_CAPPED) or dropped > 0
-        capped_any |= capped
-        killed = not (flags & (HF_EXITED | HF_EXEC))
-        last_ns = int((recs["start_ns"] + recs["dur_ns"]).max()) if len(recs) else int(h["start_ns"])
-        end_ns = max(int(h["end_ns"]), last_ns)  # atexit handlers may still do I/O after exit() was called
-        argv = bytes(h["cmdline"])[: int(h["cmdline_len"])].split(b"\0")
-        argv = [a.decode("utf-8", "surrogateescape") for a in argv if a]
-        proc_cols["proc"].append(i)
-        proc_cols["log"].append(i)
-        proc_cols["rank"].append(0)
-        proc_cols["pid"].append(int(h["pid"]))
-        proc_cols["ppid"].append(int(h["ppid"]))
-        proc_cols["host"].append(_cstr(h["host"]))
-        proc_cols["exe"].append(_cstr(h["exe"]))
-        proc_cols["args"].append(" ".join(argv[1:]))
-        proc_cols["log_path"].append(str(p))
-        proc_cols["start_s"].append(proc_start[i])
-        proc_cols["end_s"].append(end_ns * 1e-9)
-        proc_cols["partial"].append(killed or capped)
-        proc_cols["end_kind"].append("exec" if flags & HF_EXEC else ("exit" if flags & HF_EXITED else "killed"))
-        proc_cols["exit_status"].append(int(h["exit_status"]))
-        proc_cols["records"].append(len(recs))
-        proc_cols["dropped"].append(dropped)
-        if killed:
-            issues.append(LoadIssue(
-                path=str(p), kind="killed",
-                cause=(f"process {int(h['pid'])} ended without running its exit handlers (a signal such as SIGTERM or SIGKILL, or "
-                       "os._exit as multiprocessing pool workers do); "
-                       f"its trace holds {len(recs)} operations up to the kill"
-                       + (f", {inflight} in flight were lost" if inflight else "")),
-                next_step="numbers for this process stop at the kill; the rest of the job is complete"))
-        if capped:
-            issues.append(_capped_issue(p, h, recs, dropped))
-        ok = recs[~failed] if n_failed else recs
-        del recs, valid, failed
-        _fold_process(i, ok, proc_start, builder, counter_parts, ids, reload=partial(_reload_ops, p, n, i))
-        del ok
+        _read_process(i, h, n, p, proc_start, builder, counter_parts, ids, proc_cols, issues, totals)
 
     ops = builder if isinstance(builder, OpsSource) else builder.finish()
     counters = {mod: (parts[0] if len(parts) == 1 else Table.concat(parts)) for mod, parts in counter_parts.items() if parts}
+    mounts = _mounts(trace_dir)
+    files = _files_table(ids, names, mounts)
+    job = _job_info(trace_dir, job_id, meta, headers, paths, proc_cols, counters, mounts, totals)
+    processes = Table({
+        k: np.asarray(v, dtype=object if k in ("host", "exe", "args", "log_path", "end_kind") else
+                      ("?" if k == "partial" else ("f8" if k in ("start_s", "end_s") else "i8")))
+        for k, v in proc_cols.items()
+    })
+    return JobProfile(job=job, processes=processes, files=files, counters=counters, ops=ops, issues_seen=issues)
 
-    # ---- files ---------------------------------------------------------------
+
+def _trace_headers(trace_dir: Path, issues: list[LoadIssue]) -> tuple[list[np.void], list[int], list[Path]]:
+    """(headers, record counts, paths) of the readable traces in ``trace_dir``, by process start (then pid); an
+    unreadable trace, or none at all, is an issue."""
+    traces = sorted(trace_dir.glob("*.iot"))
+    found = []
+    for p in traces:
+        try:
+            hdr, n = trace_header(p)
+        except (OSError, ValueError) as exc:
+            issues.append(LoadIssue(path=str(p), kind="unreadable", cause=str(exc), next_step=_UNREADABLE_TRACE))
+            continue
+        found.append((hdr, n, p))
+    found.sort(key=lambda t: (int(t[0]["start_ns"]), int(t[0]["pid"])))
+    if not traces:
+        issues.append(LoadIssue(path=str(trace_dir), kind="missing-log",
+                                cause="no process left a trace: the workload did no traced I/O, or LD_PRELOAD was dropped (setuid or static binaries)",
+                                next_step="check that the workload reads or writes files outside the excluded system paths"))
+    return [t[0] for t in found], [t[1] for t in found], [t[2] for t in found]
+
+
+def _read_process(i: int, h: np.void, n: int, p: Path, proc_start: np.ndarray, builder: OpsBuilder | OpsSource,
+                  counter_parts: dict[str, list[Table]], ids: set[int], proc_cols: dict[str, list],
+                  issues: list[LoadIssue], totals: dict[str, Any]) -> None:
+    """Process i's trace into the job: its row of ``proc_cols``, its ops, counters and file ids (``_fold_process``),
+    what it lost (``issues``) and the job's counts of failed, in-flight and dropped operations (``totals``)."""
+    try:
+        recs = np.fromfile(p, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
+    except (OSError, ValueError) as exc:  # vanished or shrank between the header and the records
+        issues.append(LoadIssue(path=str(p), kind="unreadable", cause=str(exc), next_step=_UNREADABLE_TRACE))
+        recs = np.zeros(0, RECORD_DTYPE)
+        n = 0
+    valid = recs["op"] != 0
+    inflight = int((~valid).sum())
+    recs = recs[valid] if inflight else recs
+    failed = (recs["flags"] & RF_FAILED) != 0
+    n_failed = int(failed.sum())
+    totals["failed"] += n_failed
+    totals["inflight"] += inflight
+    flags = int(h["flags"])
+    dropped = int(h["dropped"])
+    totals["dropped"] += dropped
+    capped = bool(flags & HF_CAPPED) or dropped > 0
+    totals["capped"] |= capped
+    killed = not (flags & (HF_EXITED | HF_EXEC))
+    last_ns = int((recs["start_ns"] + recs["dur_ns"]).max()) if len(recs) else int(h["start_ns"])
+    end_ns = max(int(h["end_ns"]), last_ns)  # atexit handlers may still do I/O after exit() was called
+    argv = bytes(h["cmdline"])[: int(h["cmdline_len"])].split(b"\0")
+    argv = [a.decode("utf-8", "surrogateescape") for a in argv if a]
+    row = {"proc": i, "log": i, "rank": 0, "pid": int(h["pid"]), "ppid": int(h["ppid"]), "host": _cstr(h["host"]),
+           "exe": _cstr(h["exe"]), "args": " ".join(argv[1:]), "log_path": str(p), "start_s": proc_start[i],
+           "end_s": end_ns * 1e-9, "partial": killed or capped,
+           "end_kind": "exec" if flags & HF_EXEC else ("exit" if flags & HF_EXITED else "killed"),
+           "exit_status": int(h["exit_status"]), "records": len(recs), "dropped": dropped}
+    for k in _PROC_COLUMNS:
+        proc_cols[k].append(row[k])
+    if killed:
+        issues.append(LoadIssue(
+            path=str(p), kind="killed",
+            cause=(f"process {int(h['pid'])} ended without running its exit handlers (a signal such as SIGTERM or SIGKILL, or "
+                   "os._exit as multiprocessing pool workers do); "
+                   f"its trace holds {len(recs)} operations up to the kill"
+                   + (f", {inflight} in flight were lost" if inflight else "")),
+            next_step="numbers for this process stop at the kill; the rest of the job is complete"))
+    if capped:
+        issues.append(_capped_issue(p, h, recs, dropped))
+    ok = recs[~failed] if n_failed else recs
+    del recs, valid, failed
+    _fold_process(i, ok, proc_start, builder, counter_parts, ids, reload=partial(_reload_ops, p, n, i))
+
+
+def _files_table(ids: set[int], names: dict[int, str], mounts: list[tuple[str, str]]) -> Table:
     ids.discard(0)
     fid = sorted(ids)
     fpaths = [names.get(i, f"<unnamed {i:016x}>") for i in fid]
-    mounts = _mounts(trace_dir)
     mnt, fst = _fs_of(fpaths, mounts)
-    files = Table({"file_id": np.asarray(fid, dtype="u8"), "path": np.asarray(fpaths, dtype=object),
-                   "mount": np.asarray(mnt, dtype=object), "fs_type": np.asarray(fst, dtype=object)})
+    return Table({"file_id": np.asarray(fid, dtype="u8"), "path": np.asarray(fpaths, dtype=object),
+                  "mount": np.asarray(mnt, dtype=object), "fs_type": np.asarray(fst, dtype=object)})
 
-    # ---- job -----------------------------------------------------------------
-    pidset = set(pids)
+
+def _job_info(trace_dir: Path, job_id: str, meta: dict[str, Any], headers: list[np.void], paths: list[Path],
+              proc_cols: dict[str, list], counters: dict[str, Table], mounts: list[tuple[str, str]],
+              totals: dict[str, Any]) -> JobInfo:
+    """The job's metadata: its root process (the first whose parent left no trace), its programs, run time and
+    what the collector lost."""
+    nproc = len(headers)
+    pidset = set(proc_cols["pid"])
     roots = [i for i in range(nproc) if int(headers[i]["ppid"]) not in pidset] or list(range(nproc))
     root = roots[0] if roots else None
     programs: dict[str, ProgramInfo] = {}
@@ -343,7 +353,7 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
         user = pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):
         user = None
-    job = JobInfo(
+    return JobInfo(
         job_id=job_id,
         uid=uid,
         user=user,
@@ -358,23 +368,17 @@ def load_traces(trace_dir: Path, *, job_id: str) -> JobProfile:
         collector_version=str(meta.get("collector_version") or _current_version()),
         log_format=f"iodiag-embedded-{int(headers[0]['version'])}" if headers else None,
         modules=modules,
-        partial_modules=list(modules) if capped_any else [],
+        partial_modules=list(modules) if totals["capped"] else [],
         mounts=mounts,
         metadata={
             "collector": "embedded", "max_records": str(meta.get("max_records", "")),
-            "failed_ops": str(failed_total), "dropped_records": str(dropped_total), "inflight_lost": str(inflight_total),
-            "hostname": proc_cols["host"][root] if root is not None else "",
+            "failed_ops": str(totals["failed"]), "dropped_records": str(totals["dropped"]),
+            "inflight_lost": str(totals["inflight"]), "hostname": proc_cols["host"][root] if root is not None else "",
         },
         programs=list(programs.values()),
         logs=[str(p) for p in paths],
         blind_spots=list(BLIND_SPOTS),
     )
-    processes = Table({
-        k: np.asarray(v, dtype=object if k in ("host", "exe", "args", "log_path", "end_kind") else
-                      ("?" if k == "partial" else ("f8" if k in ("start_s", "end_s") else "i8")))
-        for k, v in proc_cols.items()
-    })
-    return JobProfile(job=job, processes=processes, files=files, counters=counters, ops=ops, issues_seen=issues)
 
 
 def _current_version() -> str:

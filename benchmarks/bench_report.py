@@ -16,6 +16,7 @@ installation iodiag finds for `iodiag run --darshan`; without one, its rows say 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -76,14 +77,10 @@ def find_dxt_parser() -> tuple[str | None, str]:
         return None, f"no darshan-util build found (PATH, $DARSHAN_DXT_PARSER, Darshan runtime: {exc})"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "report.md")
-    ap.add_argument("--no-ref", action="store_true", help="only time iodiag (and darshan-dxt-parser)")
-    ap.add_argument("--no-summary", action="store_true", help="leave out `darshan summary` (5-7 s per run)")
-    args = ap.parse_args()
-
+def measure(repeat: int, *, ref: bool = True, summary: bool = True, logs: dict | None = None) -> tuple[list, str | None, str]:
+    """Time every tool on every benchmark log: ([(label, is_dxt, {tool: (wall, CPU, peak RSS MiB, exit)})],
+    darshan-dxt-parser path or None, how it was found or why not).  Minimum over ``repeat`` interleaved rounds.
+    Used by main() (the table) and by benchmarks/gate.py (the speed gate of `make bench`)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO / "src")
     # An installed iodiag has its bytecode compiled at install time, as the reference tools (pip-installed
@@ -92,19 +89,20 @@ def main() -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src")], check=False, stdout=subprocess.DEVNULL)
     env["MPLBACKEND"] = "Agg"
-    ref_py = None if args.no_ref else ensure_ref_venv()
+    ref_py = ensure_ref_venv() if ref else None
     dxt_parser, dxt_how = find_dxt_parser()
     # the `iodiag` command as users run it (the console script beside this interpreter, with this checkout first on
     # PYTHONPATH); `python -m iodiag` would add runpy's ~3 ms that no user pays
     script = Path(sys.executable).parent / "iodiag"
     iodiag = [sys.executable, str(script)] if script.is_file() else [sys.executable, "-m", "iodiag"]
     rows = []
+    logs = LOGS if logs is None else logs
     with tempfile.TemporaryDirectory() as tmp:
         # warm the caches every tool keeps (iodiag's parsed C declarations, the page cache) before timing
-        for label, (rel, _) in LOGS.items():
+        for label, (rel, _) in logs.items():
             if (CORPUS / rel).exists():
                 run_once([*iodiag, "report", str(CORPUS / rel), "--json"], cwd=tmp, env=env)
-        for label, (rel, is_dxt) in LOGS.items():
+        for label, (rel, is_dxt) in logs.items():
             log = CORPUS / rel
             if not log.exists():
                 print(f"skip {label}: {log} missing", file=sys.stderr)
@@ -114,19 +112,30 @@ def main() -> None:
                 "iodiag report (terminal)": [*iodiag, "report", str(log), "--no-color"],
             }
             if ref_py:
-                if not args.no_summary:
+                if summary:
                     tools["darshan summary"] = [str(ref_py), "-m", "darshan", "summary", str(log), "--output", os.path.join(tmp, "s.html")]
                 tools["drishti"] = [str(REF_VENV / "bin" / "drishti"), str(log)]
             if is_dxt and dxt_parser:
                 tools["darshan-dxt-parser"] = [dxt_parser, str(log)]
             runs: dict[str, list] = {name: [] for name in tools}
-            for _ in range(args.repeat):  # interleaved rounds
+            for _ in range(repeat):  # interleaved rounds
                 for name, cmd in tools.items():
                     runs[name].append(run_once(cmd, cwd=tmp, env=env))
             res = {name: (min(r[0] for r in rs), min(r[1] for r in rs), max(r[2] for r in rs), rs[-1][3]) for name, rs in runs.items()}
             for name, (wall, cpu, rss, code) in res.items():
                 print(f"{label:32} {name:26} wall {wall:6.3f} s  CPU {cpu:6.3f} s  {rss:6.0f} MiB  exit {code}", file=sys.stderr)
             rows.append((label, is_dxt, res))
+    return rows, dxt_parser, dxt_how
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "report.md")
+    ap.add_argument("--no-ref", action="store_true", help="only time iodiag (and darshan-dxt-parser)")
+    ap.add_argument("--no-summary", action="store_true", help="leave out `darshan summary` (5-7 s per run)")
+    args = ap.parse_args()
+    rows, dxt_parser, dxt_how = measure(args.repeat, ref=not args.no_ref, summary=not args.no_summary)
 
     lines = [
         f"| log | tool | wall s (min of {args.repeat}) | CPU s (min of {args.repeat}) | peak RSS MiB | exit | tool's wall / iodiag's (`--json`) |",
@@ -160,6 +169,10 @@ def main() -> None:
     )
     text = header + "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n"
     args.out.write_text(text)
+    # the same numbers for benchmarks/gate.py (run by `make bench` after the benchmarks): not committed (*.raw)
+    raw = {"repeat": args.repeat, "dxt_parser": dxt_parser, "dxt_how": dxt_how, "when": time.time(),
+           "rows": [{"label": label, "dxt": is_dxt, "tools": {k: list(v) for k, v in res.items()}} for label, is_dxt, res in rows]}
+    args.out.with_suffix(".json.raw").write_text(json.dumps(raw, indent=1))
     print(text)
 
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""`make bench`: run every benchmarks/bench_*.py; each writes its table under benchmarks/results/."""
+"""`make bench`: run every benchmarks/bench_*.py; each writes its table under benchmarks/results/.  Then the speed
+gate (benchmarks/gate.py, on the numbers bench_report.py wrote): `make bench` fails when `report` is below 3x
+Drishti or above 1.5x darshan-dxt-parser's wall time."""
 
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ def main() -> int:
         print(f"== {script.name}", flush=True)
         if subprocess.run([sys.executable, str(script)]).returncode != 0:
             failed.append(script.name)
+    print("== gate.py", flush=True)
+    gate = subprocess.run([sys.executable, str(HERE / "gate.py"), "--from", str(HERE / "results" / "report.json.raw")])
+    if gate.returncode != 0:
+        failed.append("gate.py (speed targets)")
     if failed:
         print("benchmarks failed: " + ", ".join(failed), file=sys.stderr)
         return 1

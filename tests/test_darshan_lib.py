@@ -79,15 +79,15 @@ def test_large_results_cross_out_of_band_and_equal_in_band(monkeypatch):
     """The forked reader hands a 10 MB DXT log back through a memfd; the arrays are the in-band ones, writable."""
     import numpy as np
 
-    from iodiag.analyzers.readers import isolate
+    from iodiag.analyzers.readers import isolate, wire  # wire.py: the messages between reader and parent
 
     log = str(corpus_path(DXT_LOG))
     sent = []
-    real = isolate._oob_load
-    monkeypatch.setattr(isolate, "_oob_load", lambda msg, sock: sent.append(msg[3]) or real(msg, sock))
+    real = wire._oob_load
+    monkeypatch.setattr(wire, "_oob_load", lambda msg, sock: sent.append(msg[3]) or real(msg, sock))
     (oob,) = list(isolate.read_logs([log]))
     assert sent and sent[0] > 8 << 20, "the DXT segments (10 MB) should have crossed out of band"
-    monkeypatch.setattr(isolate, "OOB_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(wire, "OOB_MIN_BYTES", 1 << 62)
     (inband,) = list(isolate.read_logs([log]))
     assert len(sent) == 1
     a, b = dict(_arrays(oob.data)), dict(_arrays(inband.data))

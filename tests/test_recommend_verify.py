@@ -370,7 +370,7 @@ def test_a_layout_recommendation_is_prepared_once_and_the_script_pointed_at_the_
     script prints the chunk length it read: 1 before, 40 after)."""
     from iodiag.jobs.verify import command_of, plan_verify, run_verify
     from iodiag.recommend.recommendation import Change, Recommendation
-    from iodiag.reports.verify import verify_result
+    from iodiag.jobs.verify_result import verify_result
     from iodiag.service import _applicable
     from iodiag.workloads.gen import generate
 

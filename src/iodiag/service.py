@@ -65,7 +65,7 @@ def diagnose_report(*, profile: JobProfile, config: Config, obfuscate: bool = Fa
     """Findings and the JSON-able report dict (schema iodiag.report/1) of a loaded profile, with the
     recommendations (``recommendations``: rules, and the shipped tree when one is installed and valid; a missing
     or stale model becomes an abstention there, not an error)."""
-    from .reports.json_report import build_report
+    from .analyzers.report import build_report
 
     adv = advise_profile(profile=profile, config=config, home=home, strict=False)
     findings = adv.findings
@@ -127,7 +127,7 @@ def parse_sets(items: list[str] | tuple[str, ...], cmd=None) -> tuple[dict[str, 
     command line has it (an iodiag workload: when it takes it), else, for a Python program, one of the settings
     the preload applies (chunks, workers, threads, compressor, zarr_format), else a flag (then refused, with the
     ways to change it)."""
-    from .jobs.verify import PRELOAD_SETTINGS, _known_flags, is_python
+    from .jobs.verify import PRELOAD_SETTINGS, known_flags, is_python
 
     args: dict[str, Any] = {}
     env: dict[str, str] = {}
@@ -143,7 +143,7 @@ def parse_sets(items: list[str] | tuple[str, ...], cmd=None) -> tuple[dict[str, 
             continue
         name = k.lstrip("-").replace("-", "_")
         flag = "--" + name.replace("_", "-")
-        on_line = cmd is not None and (flag in _known_flags(cmd.workload) if cmd.workload else name in cmd.params)
+        on_line = cmd is not None and (flag in known_flags(cmd.workload) if cmd.workload else name in cmd.params)
         if cmd is not None and not on_line and not cmd.workload and name in PRELOAD_SETTINGS and is_python(cmd):
             overrides[name] = v
         else:
@@ -186,9 +186,9 @@ def _applicable(rec, cmd, arrays=None) -> dict[str, Any] | None:
     shows, environment variables, MPI-IO hints, a rechunked or rewritten copy of the store (prepared once) the
     program is pointed at, and the xarray/Dask settings the preload applies inside a Python program.  ``arrays``:
     the job's Zarr arrays (``profile.job.arrays``).  None when nothing applies."""
-    from .jobs.verify import PRELOAD_SETTINGS, _known_flags, is_python
+    from .jobs.verify import PRELOAD_SETTINGS, known_flags, is_python
 
-    takes = (lambda f: f in _known_flags(cmd.workload)) if cmd.workload else (lambda f: f[2:].replace("-", "_") in cmd.params)
+    takes = (lambda f: f in known_flags(cmd.workload)) if cmd.workload else (lambda f: f[2:].replace("-", "_") in cmd.params)
     args = {c.name: c.value for c in rec.changes if c.kind == "arg" and takes(c.name)}
     env = {c.name: str(c.value) for c in rec.changes if c.kind == "env"}
     hints = {c.name: c.value for c in rec.changes if c.kind == "config" and _is_mpiio_hint(c.name)}
@@ -236,7 +236,7 @@ def verify_job(*, target: str, config: Config, reps: int = 5, sets: list[str] | 
 
     from .analyzers.locate import resolve
     from .jobs.verify import MIN_REPS, command_of, plan_verify, run_verify
-    from .reports.verify import verify_result
+    from .jobs.verify_result import verify_result
 
     if reps < MIN_REPS:
         raise UsageError(f"--reps {reps}: at least {MIN_REPS} runs per side are needed for a band",

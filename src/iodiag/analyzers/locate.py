@@ -202,6 +202,22 @@ def resolve(target: str, *, log_tree: str | None = None, pick: str | None = None
     return Resolved("job", record=record, how="job id")
 
 
+def job_folder(profile) -> Path | None:
+    """The folder of the iodiag job a profile was read from: its own, else the one its logs name
+    (``iodiag_job`` in their metadata) when that id still resolves in the job store."""
+    if profile.job.folder:  # loaded from its folder: never look the id up in a store (it may be another job's)
+        return Path(profile.job.folder)
+    jid = (profile.job.metadata or {}).get("iodiag_job")
+    if not jid:
+        return None
+    try:
+        from ..jobs.store import find_job
+
+        return Path(find_job(jid).folder)
+    except Exception:  # noqa: BLE001 - a job id that no longer resolves just means no record
+        return None
+
+
 def _job_at(folder: Path, *, pick: str | None) -> Resolved:
     from ..jobs.store import read_job
 

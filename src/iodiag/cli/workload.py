@@ -39,7 +39,7 @@ def _run(name: str, func: str, args: list[str]) -> None:
     as_json = "--json" in args
     args = [a for a in args if a != "--json"]
     mod = importlib.import_module(f"iodiag.workloads.{name}")
-    from ..workloads._common import build_parser
+    from ..workloads import build_parser
 
     parser = build_parser(f"iodiag workload {name}", (mod.__doc__ or "").split("\n\n")[0], mod.PARAMS,
                           mod.EXAMPLES)

@@ -129,7 +129,7 @@ def _params_of(workload: str) -> tuple:
     return tuple(getattr(mod, "PARAMS", ()))
 
 
-def _known_flags(workload: str) -> dict[str, str]:
+def known_flags(workload: str) -> dict[str, str]:
     """flag -> parameter name of an iodiag workload (its PARAMS)."""
     return {p.flag: p.name for p in _params_of(workload)}
 
@@ -241,7 +241,7 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
     base = {k: v for k, v in (base_env if base_env is not None else os.environ).items() if not _DROP_ENV.match(k)}
     base.update(cmd.env)
     before = list(cmd.argv)
-    known = _known_flags(cmd.workload) if cmd.workload else {}
+    known = known_flags(cmd.workload) if cmd.workload else {}
     for flag in args:
         if not flag.startswith("--"):
             raise UsageError(f"setting {flag!r} is not a command-line flag", hint="flags start with --, e.g. --chunks")

@@ -97,7 +97,7 @@ def layout_chunks(layout: str, shape: Sequence[int], itemsize: int) -> tuple[int
 
 def chunks_for_mb(shape: Sequence[int], itemsize: int, target_mb: float) -> tuple[int, ...]:
     """What ``convert --chunk-mb`` makes of a target size (the workload's own rule: cut the leading dims first)."""
-    from ..workloads._common import chunks_for_target
+    from ..workloads import chunks_for_target
 
     return tuple(int(c) for c in chunks_for_target(tuple(int(s) for s in shape), int(itemsize), float(target_mb)))
 
@@ -196,17 +196,9 @@ def results_record(folder: str | os.PathLike) -> dict | None:
 
 
 def _job_folder(profile) -> Path | None:
-    if profile.job.folder:  # loaded from its folder: never look the id up in a store (it may be another job's)
-        return Path(profile.job.folder)
-    jid = (profile.job.metadata or {}).get("iodiag_job")
-    if not jid:
-        return None
-    try:
-        from ..jobs.store import find_job
+    from ..analyzers.locate import job_folder  # finding a job in the store is the analyzers' business
 
-        return Path(find_job(jid).folder)
-    except Exception:  # noqa: BLE001 - a job id that no longer resolves just means no record
-        return None
+    return job_folder(profile)
 
 
 # ----------------------------------------------------------------------------------------------- jobs

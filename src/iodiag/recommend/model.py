@@ -33,7 +33,7 @@ from ..units import fmt_bytes, fmt_pct
 from .features import (BASED_ON_PARAMS, FEATURES_VERSION, SCENARIO_INPUTS, SETTING_INPUTS, chunks_for_mb,
                        layout_chunks, nbytes)
 from .recommendation import Change, Recommendation
-from .train import MODEL_SCHEMA, RETRAIN, SHIPPED_MODEL, SHIPPED_TABLE, sha256_of
+from .shipped import MODEL_SCHEMA, RETRAIN, SHIPPED_MODEL, SHIPPED_TABLE, sha256_of
 from .tree import Leaf, Tree
 
 RANGE_MARGIN = 2.0  # sizes up to 2x beyond the trained range count as covered; further out the model abstains

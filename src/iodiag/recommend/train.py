@@ -30,17 +30,12 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import InputNotFound, InputUnreadable, UsageError
 from ..units import fmt_pct
 from .features import (FEATURES_VERSION, SCENARIO_INPUTS, SETTING_INPUTS, layout_of, n_chunks, nbytes)
+from .shipped import MODEL_SCHEMA, RETRAIN, SHIPPED_MODEL, SHIPPED_TABLE, sha256_of  # shared with model.py
 from .tree import MAX_DEPTH, Tree, fit_tree
 
-MODEL_SCHEMA = "iodiag.recommend-model/1"
-DATA_DIR = Path(__file__).resolve().parent / "data"
-SHIPPED_TABLE = DATA_DIR / "training.csv"
-SHIPPED_MODEL = DATA_DIR / "model.json"
 MIN_SCENARIOS = 2  # per workload: grouped cross-validation needs one to hold out
 MIN_REPS = 3  # runs of every setting in every scenario (medians over interleaved repetitions)
 TIE = 0.9  # settings within 10 % of a scenario's best time are tied for the classifier (see _best_per_scenario)
-RETRAIN = ("iodiag recommend train --table src/iodiag/recommend/data/training.csv "
-           "--out src/iodiag/recommend/data/model.json")
 
 TABLE_COLUMNS = ("sweep", "run", "rep", "workload", "pattern", "shape", "itemsize", "array_mb", "n_lead",
                  "step_mb", "chunks", "chunk_mb", "n_chunks", "layout", "chunk_mb_target", "compressor",
@@ -199,12 +194,6 @@ def read_table(path: str | os.PathLike) -> list[dict[str, Any]]:
                 out[c] = v
         rows.append(out)
     return rows
-
-
-def sha256_of(path: str | os.PathLike) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 # ----------------------------------------------------------------------------------------------- cells

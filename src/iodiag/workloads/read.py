@@ -302,7 +302,7 @@ def _array_record(path: Path, fmt: str, variable: str | None) -> dict[str, Any] 
     results record so that features and training tables never need the store again; None for NetCDF/HDF5."""
     if not fmt.startswith("zarr") or not variable:
         return None
-    from ..analyzers.readers.arrays import array_meta
+    from ..collectors.zarrmeta import array_meta
 
     m = array_meta(str(path / variable))
     return {k: m[k] for k in ("compressor", "zarr_format", "dtype", "itemsize", "dims")} if m else None

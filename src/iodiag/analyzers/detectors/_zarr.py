@@ -11,17 +11,7 @@ from __future__ import annotations
 
 import re
 
-_PARTIAL = re.compile(r"\.[0-9a-f]{16,}\.partial$")
-_V3 = re.compile(r"^(?P<array>.+\.zarr(?:/.+?)?)/c/(?P<idx>\d+(?:/\d+)*)$")
-_V2 = re.compile(r"^(?P<array>.+\.zarr(?:/[^/]+?)?)/(?P<idx>\d+(?:[./]\d+)*)$")
-
-
-def chunk_key(path: str) -> tuple[str, tuple[int, ...]] | None:
-    p = _PARTIAL.sub("", path)
-    m = _V3.match(p) or _V2.match(p)
-    if not m:
-        return None
-    return m["array"], tuple(int(x) for x in re.split(r"[./]", m["idx"]))
+from ..zarrpath import chunk_key  # the chunk key of one path: shared with the readers
 
 
 def chunk_grids(paths, nbytes) -> dict[str, dict]:

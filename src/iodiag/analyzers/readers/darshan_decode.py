@@ -447,19 +447,7 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
     ``modules`` every module (and the names) is decoded that way from the start (for a region darshan-util crashes
     on)."""
     ffi, L = lib()
-    if not os.path.isfile(path):
-        raise LogReadError("not a file")
-    if os.path.getsize(path) == 0:
-        raise LogReadError("the file is empty (0 bytes): the process that wrote it probably died before Darshan's "
-                           "shutdown", "let processes exit normally (Dask: close the client/cluster; no SIGKILL) or "
-                           "recover their mmap logs with darshan-convert")
-    try:
-        src = container.Readable(path)
-    except container.ContainerError as exc:
-        raise LogReadError(str(exc), exc.next_step) from None
-    except OSError as exc:
-        raise LogReadError(f"cannot be read ({exc.strerror or exc})") from None
-    with src:
+    with _readable(path) as src:
         handle = _open(src)
         try:
             header = read_header(handle)
@@ -512,23 +500,7 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
                 data["mods"][mod] = rec
                 if info["len"] > 0 and rec["n"] == 0 and not any(m == mod for m, _ in losses):
                     losses.append((mod, f"the header says this module holds {info['len']} bytes but no record could be read: the log is truncated or damaged"))
-            for key in sorted(src.damaged):  # a region iodiag re-compressed with no intact stream: gone from the copy
-                if not key.startswith("mod"):
-                    continue
-                ohdr = src.origin[1]
-                mod = container.module_name(ohdr, int(key[3:]))
-                if mod not in want or mod in data["mods"] or any(m == mod for m, _ in losses) or mod not in MOD_NAMES:
-                    continue
-                idx, ver = MOD_NAMES.index(mod), ohdr.mod_ver[int(key[3:])]
-                header["modules"].setdefault(mod, {"len": ohdr.mod_map[int(key[3:])][1], "ver": ver, "idx": idx,
-                                                   "partial": False})
-                got = _from_blocks(src, mod, idx, ver)
-                rec = got[0] if got is not None else None
-                if rec is not None:
-                    data["mods"][mod] = rec
-                n = rec["n"] if rec is not None else 0
-                losses.append((mod, _lost_records(mod, n, got[1] if got is not None else None,
-                                                  f"its {container.COMP_NAMES[ohdr.comp_type]} streams are damaged")))
+            _recover_damaged(src, want, data)
             if names and want:
                 blocks = from_blocks or "names" in src.damaged
                 data["names"] = _names_from_blocks(src, losses) if blocks else _names(handle)
@@ -536,6 +508,45 @@ def decode_log(path: str, modules: Iterable[str] | None = ALL_MODULES, *, names:
         finally:
             if handle != ffi.NULL:
                 L.darshan_log_close(handle)
+
+
+def _readable(path: str) -> container.Readable:
+    """The log as darshan-util can be handed it (``container.Readable``), or a LogReadError saying why not."""
+    if not os.path.isfile(path):
+        raise LogReadError("not a file")
+    if os.path.getsize(path) == 0:
+        raise LogReadError("the file is empty (0 bytes): the process that wrote it probably died before Darshan's "
+                           "shutdown", "let processes exit normally (Dask: close the client/cluster; no SIGKILL) or "
+                           "recover their mmap logs with darshan-convert")
+    try:
+        return container.Readable(path)
+    except container.ContainerError as exc:
+        raise LogReadError(str(exc), exc.next_step) from None
+    except OSError as exc:
+        raise LogReadError(f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _recover_damaged(src: container.Readable, want: set, data: dict[str, Any]) -> None:
+    """The module regions iodiag re-compressed with no intact stream (gone from the copy darshan-util read): each
+    decoded from the original's intact streams where it can be, and its loss counted."""
+    header, losses = data["header"], data["losses"]
+    for key in sorted(src.damaged):
+        if not key.startswith("mod"):
+            continue
+        ohdr = src.origin[1]
+        mod = container.module_name(ohdr, int(key[3:]))
+        if mod not in want or mod in data["mods"] or any(m == mod for m, _ in losses) or mod not in MOD_NAMES:
+            continue
+        idx, ver = MOD_NAMES.index(mod), ohdr.mod_ver[int(key[3:])]
+        header["modules"].setdefault(mod, {"len": ohdr.mod_map[int(key[3:])][1], "ver": ver, "idx": idx,
+                                           "partial": False})
+        got = _from_blocks(src, mod, idx, ver)
+        rec = got[0] if got is not None else None
+        if rec is not None:
+            data["mods"][mod] = rec
+        n = rec["n"] if rec is not None else 0
+        losses.append((mod, _lost_records(mod, n, got[1] if got is not None else None,
+                                          f"its {container.COMP_NAMES[ohdr.comp_type]} streams are damaged")))
 
 
 def _names_from_blocks(src: container.Readable, losses: list) -> dict[int, str]:

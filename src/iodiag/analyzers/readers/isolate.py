@@ -1,4 +1,4 @@
-"""Read logs in a forked child so that a damaged log cannot take iodiag down.
+"""Read logs in another process so that a damaged log cannot take iodiag down.
 
 darshan-util can segfault, abort or hang on damaged logs (a truncated log
 kills the interpreter when its handle is freed).  ``read_logs`` forks one
@@ -6,254 +6,31 @@ child that decodes the logs in sequence and streams each result back over a
 pipe.  When the child dies or stops answering, the log it was on becomes a
 per-log error (``crashed`` / ``timeout``) and a fresh child carries on with
 the next log.  Nothing the child does can crash or hang the parent.
+
+This module is the parent's side of the two transports (``read_logs``: a forked child per read;
+``ReaderServer`` / ``run_jobs_served``: one long-lived reader process per thread) and the one place callers
+import from.  The rest lives in its own module: ``child.py`` (what runs in the reader process, ``LogResult``),
+``wire.py`` (the messages on the pipe, large results out of band), ``affinity.py`` (CPU placement of a forked
+child).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import select
 import signal
-import struct
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from .darshan_decode import ALL_MODULES, BLOCKS, NAMES, LogReadError, decode_log
+from .affinity import _split_cpus, _unsplit
+from .child import (_FAILED, _POS, CHILD_MEMORY_LIMIT, LogResult, _apply, _arrays, _child, _describe_status,
+                    _lost_cause, _mark_lost, _read_one, _shared_fd, resolve)
+from .darshan_decode import ALL_MODULES, BLOCKS, NAMES
+from .wire import _HDR, OOB_MIN_BUFFER, OOB_MIN_BYTES, _oob_channel, _Reader
 
-_HDR = struct.Struct("<Q")
-CHILD_MEMORY_LIMIT = 16 << 30  # bytes of address space a reader child may use
-
-
-@dataclass
-class LogResult:
-    path: str
-    data: dict[str, Any] | None = None
-    error_kind: str | None = None  # unreadable | crashed | timeout
-    error: str | None = None
-    next_step: str | None = None  # what to do about the error, when its cause calls for something specific
-
-
-def _send(fd: int, obj: Any, fdsock: Any = None) -> None:
-    payload = _oob_payload(obj, fdsock) if fdsock is not None else None
-    if payload is None:
-        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    head = _HDR.pack(len(payload))
-    if len(payload) < 65536:
-        parts = [memoryview(head + payload)]
-    else:  # no concatenated copy of a large result
-        parts = [memoryview(head), memoryview(payload)]
-    for view in parts:
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-
-
-# -- large results out of band ---------------------------------------------------------------------------------
-#
-# A decoded DXT log is tens of MB of NumPy columns.  Pickled in band it is copied four times (pickle, pipe write,
-# pipe read, unpickle) and the parent faults in fresh pages for two of them: ~30 ms of a report on a 15 MB log.
-# Instead the child pickles the columns out of band (protocol 5), writes them once into a memfd and passes that
-# descriptor over a Unix socket (SCM_RIGHTS); the parent maps it copy-on-write and the arrays are views of the
-# mapping.  The pipe still carries the message itself, so a crash or a hang is detected exactly as before.
-# Linux only (memfd_create, send_fds); elsewhere, and for small results, everything goes in band.
-
-_OOB = "__oob__"
-OOB_MIN_BYTES = 1 << 20  # below this in all, in band costs less than a memfd and mappings
-OOB_MIN_BUFFER = 64 << 10  # smaller arrays stay in band (a page and a mapping each would cost more)
-_PAGE = 4096
-
-
-def _oob_channel():
-    """(parent end, child end) of a socket for passing memfds, or (None, None) where that is not available."""
-    try:
-        import socket
-
-        if not (hasattr(os, "memfd_create") and hasattr(socket, "send_fds")):
-            return None, None
-        return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    except (ImportError, OSError):
-        return None, None
-
-
-def _oob_payload(obj: Any, fdsock: Any) -> bytes | None:
-    """The message pickled with its large buffers in a memfd sent on ``fdsock``; None to send it in band.
-
-    Each large buffer starts on its own page and the parent maps it on its own, so an array the parent keeps
-    (a small per-record column in its profile) keeps its own pages alive, not the whole log's."""
-    bufs: list = []
-
-    def take(pb: pickle.PickleBuffer) -> bool:
-        if pb.raw().nbytes < OOB_MIN_BUFFER:
-            return True  # in band
-        bufs.append(pb)
-        return False
-
-    meta = pickle.dumps(obj, protocol=5, buffer_callback=take)
-    views = [b.raw() for b in bufs]
-    if sum(v.nbytes for v in views) < OOB_MIN_BYTES:
-        return None
-    import socket
-
-    layout, at = [], 0
-    for v in views:
-        layout.append((at, v.nbytes))
-        at += -(-v.nbytes // _PAGE) * _PAGE
-    try:
-        mfd = os.memfd_create("iodiag-log", getattr(os, "MFD_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        os.ftruncate(mfd, max(at, 1))
-        for (off, _), v in zip(layout, views):
-            while v.nbytes:
-                n = os.pwrite(mfd, v, off)
-                v, off = v[n:], off + n
-        socket.send_fds(fdsock, [b"m"], [mfd])
-    except OSError:  # no room for the memfd, or the socket is gone: in band, as without one
-        return None
-    finally:
-        os.close(mfd)
-    head = obj[:2] if isinstance(obj, tuple) else None  # ("ok", log index): what a failed mapping costs
-    return pickle.dumps((_OOB, meta, layout, at, head), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _oob_load(msg: tuple, fdsock: Any) -> Any:
-    import mmap
-    import socket
-
-    _, meta, layout, size, _head = msg
-    fdsock.settimeout(30.0)  # sent before the message: already there
-    _, fds, _, _ = socket.recv_fds(fdsock, 1, 1)
-    if not fds:
-        raise OSError("the reader sent a result without its memory descriptor")
-    views = []
-    try:
-        if os.fstat(fds[0]).st_size != max(size, 1):  # not this message's memory: never map another log's
-            raise OSError(f"the reader's memory descriptor does not match its message ({os.fstat(fds[0]).st_size} "
-                          f"bytes, {max(size, 1)} expected)")
-        for off, n in layout:
-            # private and writable: the arrays behave as freshly allocated ones (a write copies that page only);
-            # one mapping per buffer, so each array's pages live as long as that array
-            mm = mmap.mmap(fds[0], n, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=off)
-            views.append(memoryview(mm))
-    finally:
-        for f in fds:
-            os.close(f)
-    return pickle.loads(meta, buffers=views)
-
-
-def _child_setup() -> None:
-    # reset signal handling inherited from the parent's CLI
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    # darshan-util prints its own complaints on stderr; the parent reports them as per-log errors
-    import faulthandler
-
-    faulthandler.disable()  # a crash here is expected and reported by the parent
-    try:  # a damaged record count must not let darshan-util eat the machine's memory
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_LIMIT, CHILD_MEMORY_LIMIT))
-    except (ImportError, ValueError, OSError):
-        pass
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-
-
-def _child(paths: list[str], modules: tuple[str, ...], names: bool, wfd: int, fdsock: Any = None) -> None:
-    _child_setup()
-    for i, path in enumerate(paths):
-        _send(wfd, ("start", i))
-        r = _read_one(path, modules, names, raw=True)  # NumPy arrays are the parent's to make (see _arrays)
-        _send(wfd, ("ok", i, r.data) if r.data is not None else ("err", i, r.error, r.next_step), fdsock)
-    _send(wfd, ("done",))
-
-
-_F_SETPIPE_SZ = 1031  # Linux fcntl: pipe capacity
-
-
-def _widen_pipe(fd: int) -> None:
-    """Ask for a 1 MiB pipe (Linux; 64 KiB by default): a 1 MB result then crosses in one read, not sixteen."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, _F_SETPIPE_SZ, 1 << 20)
-    except (ImportError, OSError):
-        pass
-
-
-class _Reader:
-    def __init__(self, fd: int, fdsock: Any = None) -> None:
-        self.fd = fd
-        self.fdsock = fdsock  # where out-of-band results' memfds arrive (see _oob_payload)
-        self.buf = bytearray()
-        _widen_pipe(fd)
-
-    def recv(self, deadline: float) -> Any:
-        """One message, or None on EOF, or raises TimeoutError."""
-        msg = self._recv(deadline)
-        if self.fdsock is not None and type(msg) is tuple and msg and msg[0] == _OOB:
-            try:
-                return _oob_load(msg, self.fdsock)
-            except (OSError, ValueError) as exc:  # no memory to map it, or the descriptor never came
-                head = msg[4]
-                if head and head[0] == "ok":  # that log's error, not the whole run's
-                    return ("err", head[1], f"the reader's result could not be received ({exc})")
-                raise
-        return msg
-
-    def _recv(self, deadline: float) -> Any:
-        while True:
-            if len(self.buf) >= _HDR.size:
-                (n,) = _HDR.unpack_from(self.buf)
-                end = _HDR.size + n
-                if len(self.buf) >= end:
-                    with memoryview(self.buf) as view:
-                        msg = pickle.loads(view[_HDR.size:end])
-                    del self.buf[:end]
-                    return msg
-                if n > (1 << 20) and len(self.buf) < end:
-                    return self._recv_large(end, deadline)
-            if not self._wait(deadline):
-                continue
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                return None
-            self.buf += chunk
-
-    def _wait(self, deadline: float) -> bool:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        r, _, _ = select.select([self.fd], [], [], min(left, 1.0))
-        return bool(r)
-
-    def _recv_large(self, end: int, deadline: float) -> Any:
-        """A message of several MB: read it into place (no growing buffer, no copies)."""
-        out = bytearray(end)
-        have = len(self.buf)
-        out[:have] = self.buf
-        self.buf = bytearray()
-        with memoryview(out) as view:
-            while have < end:
-                if not self._wait(deadline):
-                    continue
-                k = os.readv(self.fd, [view[have:end]])
-                if not k:
-                    return None
-                have += k
-            return pickle.loads(view[_HDR.size:end])
-
-
-def _describe_status(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return f"darshan-util crashed on this log ({name}); the log is damaged or truncated"
-    return f"the reader exited with status {os.WEXITSTATUS(status)} while decoding this log"
+__all__ = ["CHILD_MEMORY_LIMIT", "JobOutcome", "LogResult", "OOB_MIN_BUFFER", "OOB_MIN_BYTES", "Prefetch",
+           "ReaderServer", "close_reader_servers", "prefetch", "read_logs", "resolve", "run_jobs_served"]
 
 
 def read_logs(
@@ -327,54 +104,6 @@ def _salvage(res: LogResult, modules: tuple, *, names: bool, timeout_s: float) -
     return LogResult(res.path, data=data)
 
 
-# -- the reader child and its parent on different CPUs ----------------------------------------------------------
-#
-# Linux places a forked child on its parent's CPU and may leave it there: on the 2-CPU VMs the benchmarks ran on,
-# a child decoding while its parent imports NumPy shared one CPU for the whole read (the parent's imports took
-# twice as long, and both used ~20 % more CPU time).  So while a reader child runs, the parent keeps to the CPU
-# it is on and the child gets the others; the parent's own CPU set comes back when the read is over
-# (``_unsplit``).  With a single CPU allowed, nothing changes.  Only a process's main thread splits (affinity is
-# per thread on Linux): threads reading side by side, as a Dask worker's may, would otherwise pile onto one CPU.
-
-_SPLIT: dict[int, tuple[set[int], set[int]]] = {}  # thread -> (its CPU set, the CPUs left to its children)
-
-
-def _split_cpus() -> set[int] | None:
-    """Narrow the calling thread to the CPU it is on; the CPUs left for a child (None: no split)."""
-    import _thread
-
-    me = _thread.get_ident()
-    if me in _SPLIT:  # a second child of the same read: the same halves
-        return _SPLIT[me][1]
-    if _thread.get_native_id() != os.getpid():  # not the main thread (e.g. one of a Dask worker's): left as it is
-        return None
-    try:
-        allowed = os.sched_getaffinity(0)
-        if len(allowed) < 2:
-            return None
-        with open("/proc/thread-self/stat", "rb") as fh:  # field 39: the CPU this thread last ran on
-            cur = int(fh.read().rsplit(b")", 1)[1].split()[36])
-        if cur not in allowed:
-            return None
-        os.sched_setaffinity(0, {cur})
-    except (AttributeError, OSError, ValueError, IndexError):
-        return None
-    _SPLIT[me] = (allowed, allowed - {cur})
-    return allowed - {cur}
-
-
-def _unsplit() -> None:
-    """Give the calling thread back the CPUs it had before ``_split_cpus``."""
-    import _thread
-
-    got = _SPLIT.pop(_thread.get_ident(), None)
-    if got is not None:
-        try:
-            os.sched_setaffinity(0, got[0])
-        except OSError:
-            pass
-
-
 def _start_child(batch: list[str], modules: tuple[str, ...], names: bool) -> tuple[int, int, Any]:
     """Fork a reader child for ``batch``: (pid, read end of its pipe, socket of its memfds or None)."""
     rfd, wfd = os.pipe()
@@ -445,6 +174,23 @@ def prefetch(paths: Iterable[str], modules: Iterable[str] = ALL_MODULES, *, name
     return Prefetch([os.fspath(p) for p in paths], tuple(modules), names)
 
 
+def _read_here(paths: list[str], modules: tuple[str, ...], names: bool,
+               progress: Callable[[int], None] | None) -> Iterator[LogResult]:
+    """``_read_logs`` without a child (isolate=False): each log decoded in this process."""
+    for p in paths:
+        yield _read_one(p, modules, names)
+        if progress:
+            progress(1)
+
+
+def _head_start(work: Callable[[], None]) -> None:
+    """The caller's ``while_reading`` work, run while the first reader child decodes; what it raises is ignored."""
+    try:
+        work()
+    except Exception:  # noqa: BLE001 - only a head start: the caller's own path meets any real error
+        pass
+
+
 def _read_logs(
     paths: Iterable[str],
     modules: Iterable[str] = ALL_MODULES,
@@ -459,25 +205,17 @@ def _read_logs(
     paths = [os.fspath(p) for p in paths]
     modules = tuple(modules)
     if not isolate:
-        for p in paths:
-            yield _read_one(p, modules, names)
-            if progress:
-                progress(1)
+        yield from _read_here(paths, modules, names, progress)
         return
     start = 0
     while start < len(paths):
         batch = paths[start:]
-        if prefetched is not None and start == 0 and prefetched.serves(batch, modules, names):
-            pid, rfd, psock = prefetched.take()
-        else:
-            pid, rfd, psock = _start_child(batch, modules, names)
+        adopt = prefetched is not None and start == 0 and prefetched.serves(batch, modules, names)
+        pid, rfd, psock = prefetched.take() if adopt else _start_child(batch, modules, names)
         reader = _Reader(rfd, psock)
         if while_reading is not None:
             _idle, while_reading = while_reading, None
-            try:
-                _idle()
-            except Exception:  # noqa: BLE001 - only a head start: the caller's own path meets any real error
-                pass
+            _head_start(_idle)
         current = None
         next_index = 0
         try:
@@ -562,16 +300,9 @@ def _read_logs(
 
 _SERVE = (
     "import sys\n"
-    "from iodiag.analyzers.readers.isolate import _serve\n"
+    "from iodiag.analyzers.readers.child import _serve\n"
     "_serve(int(sys.argv[1]), int(sys.argv[2]))\n"
 )
-
-# Where the server is, in a small block of memory it shares with its parent:
-# (sequence number, job, log) - log -1 while the function runs on the job.
-# Written before each step (a few hundred ns), read by the parent only when
-# the server died or seems hung, so no message per log crosses the pipe.
-_POS = struct.Struct("<qqqd")  # (sequence, job, log or -1 for the job function, monotonic start)
-
 
 @dataclass
 class JobOutcome:
@@ -580,150 +311,6 @@ class JobOutcome:
     spec: Any
     value: Any = None
     error: str | None = None  # the function raised, or the reader died or hung while it ran
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks, left = [], n
-    while left:
-        b = os.read(fd, left)
-        if not b:
-            return None
-        chunks.append(b)
-        left -= len(b)
-    return b"".join(chunks)
-
-
-def resolve(fn_path: str) -> Callable[..., Any]:
-    """'package.module:function' -> the function."""
-    import importlib
-
-    mod, _, name = fn_path.partition(":")
-    return getattr(importlib.import_module(mod), name)
-
-
-def _read_one(path: str, modules: tuple[str, ...], names: bool, *, raw: bool = False) -> LogResult:
-    """One log decoded; as arrays (``darshan.read_log``), or ``raw`` as the decoder's buffers (``decode_log``: no
-    NumPy, for a reader child whose parent makes the arrays)."""
-    try:
-        data = decode_log(path, modules, names=names)
-    except LogReadError as exc:
-        return LogResult(path, error_kind="unreadable", error=str(exc), next_step=exc.next_step)
-    except Exception as exc:  # noqa: BLE001 - anything inside the reader becomes a per-log error
-        return LogResult(path, error_kind="unreadable", error=f"{type(exc).__name__}: {exc}")
-    return LogResult(path, data=data) if raw else _arrays(path, data)
-
-
-def _arrays(path: str, data: dict[str, Any]) -> LogResult:
-    """A decoded log (``decode_log``'s buffers) with its arrays made (``darshan.as_arrays``)."""
-    from .darshan import as_arrays  # NumPy: imported by whoever makes arrays, never by a reader child
-
-    try:
-        return LogResult(path, data=as_arrays(data))
-    except Exception as exc:  # noqa: BLE001 - a result that makes no sense is that log's error
-        return LogResult(path, error_kind="unreadable", error=f"{type(exc).__name__}: {exc}")
-
-
-def _apply(fn: Callable[..., Any] | None, spec: Any, results: list[LogResult], args: tuple) -> tuple[bool, Any]:
-    if fn is None:
-        return True, results
-    try:
-        return True, fn(spec, results, *args)
-    except Exception as exc:  # noqa: BLE001 - one job's failure is that job's error
-        return False, f"{type(exc).__name__}: {exc}"
-
-
-# A blocked process woken by a pipe write costs far more CPU than the write:
-# measured at 70-170 us per wake-up on the 2-core VM the benchmarks ran on,
-# as much as building a small job's profile.  So the server sends its
-# outcomes in batches: when FLUSH_S has passed since the last batch, when
-# FLUSH_BYTES are waiting, and at the end of a request.
-FLUSH_S = 0.25
-FLUSH_BYTES = 256 << 10
-_FAILED = -1  # key in a job's prefailed dict: the cause that job already failed with (not run again)
-
-
-def _serve(wfd: int, posfd: int) -> None:
-    """Body of the reader server: requests on stdin, messages on ``wfd``, position in ``posfd``.
-
-    Request: ``(fn_path or None, args, modules, names, jobs)``, jobs a list of
-    ``(spec, paths, prefailed)`` (prefailed: index -> LogResult of a log not to
-    read again; ``_FAILED`` -> the cause the job failed with before).
-    Messages: ``("jobs", outcomes)`` and, at the end of the request,
-    ``("done", outcomes)``; an outcome is ``("job", j, pickled value)``,
-    ``("fail", j, cause)`` or, without a function, ``("obj", j, LogResults)``
-    (sent at once).  ``("unavailable", cause)`` when the function cannot
-    be imported here.  Before reading log i of job j the server writes
-    (seq, j, i) to the shared block, and (seq, j, -1) before running the
-    function on job j.
-    """
-    _child_setup()
-    import gc
-    import mmap
-
-    pos = mmap.mmap(posfd, _POS.size)
-    seq = 0
-    fns: dict[str, Callable[..., Any]] = {}
-    while True:
-        head = _read_exact(0, _HDR.size)
-        if head is None:  # the parent closed the pipe (or died): nothing more to do
-            return
-        (n,) = _HDR.unpack(head)
-        payload = _read_exact(0, n)
-        if payload is None:
-            return
-        fn_path, args, modules, names, jobs = pickle.loads(payload)
-        fn = None
-        if fn_path is not None:
-            fn = fns.get(fn_path)
-            if fn is None:
-                try:
-                    fn = fns[fn_path] = resolve(fn_path)
-                except Exception as exc:  # noqa: BLE001 - the parent runs the jobs itself
-                    _send(wfd, ("unavailable", f"{type(exc).__name__}: {exc}"))
-                    continue
-                # what the imports built lives as long as the server: keep it out of every collection
-                gc.collect()
-                gc.freeze()
-        pending: list[tuple] = []
-        size = 0
-        flushed = time.monotonic()
-        for j, (spec, paths, prefailed) in enumerate(jobs):
-            failed = prefailed.get(_FAILED)
-            if failed is not None:
-                pending.append(("fail", j, failed))
-                continue
-            results = []
-            for i, path in enumerate(paths):
-                r = prefailed.get(i)
-                if r is None:
-                    seq += 1
-                    _POS.pack_into(pos, 0, seq, j, i, time.monotonic())
-                    r = _read_one(path, modules, names)
-                results.append(r)
-            if fn is not None:
-                seq += 1
-                _POS.pack_into(pos, 0, seq, j, -1, time.monotonic())
-            ok, value = _apply(fn, spec, results, args)
-            del results
-            if fn is None:  # the decoded logs themselves: large; sent at once and pickled once
-                try:
-                    _send(wfd, ("jobs", [*pending, ("obj", j, value)]))
-                except Exception as exc:  # noqa: BLE001 - e.g. a result too large to pickle
-                    _send(wfd, ("jobs", [*pending, ("fail", j, f"the result could not be sent back: {type(exc).__name__}: {exc}")]))
-                pending, size, flushed = [], 0, time.monotonic()
-                continue
-            if ok:
-                try:
-                    value = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-                    size += len(value)
-                except Exception as exc:  # noqa: BLE001 - e.g. a value that cannot be pickled
-                    ok, value = False, f"the result could not be sent back: {type(exc).__name__}: {exc}"
-            pending.append(("job", j, value) if ok else ("fail", j, value))
-            now = time.monotonic()
-            if size >= FLUSH_BYTES or now - flushed >= FLUSH_S:
-                _send(wfd, ("jobs", pending))
-                pending, size, flushed = [], 0, now
-        _send(wfd, ("done", pending))
 
 
 def _run_local(jobs: list[tuple[Any, list[str], dict[int, LogResult]]], fn_path: str | None, args: tuple,
@@ -746,28 +333,6 @@ def _run_local(jobs: list[tuple[Any, list[str], dict[int, LogResult]]], fn_path:
                 progress(len(paths))
     finally:
         stream.close()
-
-
-def _lost_cause(kind: str, status: int | None, timeout_s: float, *, job: bool = False) -> str:
-    if kind == "timeout" and job:
-        return f"the job's analysis did not finish within {timeout_s:.0f} s"
-    if kind == "timeout":
-        return f"decoding did not finish within {timeout_s:.0f} s; the log is probably damaged"
-    code = (-status) if status < 0 else (status << 8)  # Popen reports a signal as a negative return code
-    return _describe_status(code)
-
-
-def _shared_fd(size: int) -> int:
-    """A file descriptor of ``size`` zero bytes that a child can map (memfd on Linux, else an unlinked file)."""
-    try:
-        fd = os.memfd_create("iodiag-reader-pos", 0)
-    except (AttributeError, OSError):
-        import tempfile
-
-        fd, name = tempfile.mkstemp(prefix="iodiag-reader-")
-        os.unlink(name)
-    os.ftruncate(fd, size)
-    return fd
 
 
 class ReaderServer:
@@ -929,15 +494,7 @@ class ReaderServer:
                         return
                     yield from self._flush(last, progress)
                     if seq != 0 and j >= nj:
-                        # the jobs done but not yet sent are done again by a fresh server; the one
-                        # it was on gets the failure filled in: a log lost, or the job itself
-                        paths, pre = batch[j][1], batch[j][2]
-                        cause = _lost_cause(lost, status, timeout_s if i >= 0 else job_timeout_s, job=i < 0)
-                        if i >= 0:
-                            pre[i] = LogResult(paths[i], error_kind=lost, error=cause)
-                        else:
-                            what = "hung" if lost == "timeout" else "died"
-                            pre[_FAILED] = f"the reader process {what} while processing this job: {cause}"
+                        _mark_lost(batch[j], i, lost, status, timeout_s, job_timeout_s)
                     start += nj
                     break
                 heard = True

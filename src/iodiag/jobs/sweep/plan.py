@@ -91,7 +91,7 @@ def resolve_launcher(spec: SweepSpec) -> tuple[str, list[str]]:
 
 def command_line(*, workload: str, params: dict[str, Any], name: str, launcher: str, collector: str | None,
                  python: str) -> list[str]:
-    from ...workloads._common import params_to_argv
+    from ...workloads import params_to_argv
 
     declared = list(workload_params(workload).values())
     inner = [python, "-m", f"iodiag.workloads.{workload}", *params_to_argv(declared, params)]

@@ -107,7 +107,7 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
     rows = [("job id", job.job_id)]
     if job.user:
         rows.append(("user", job.user))
-    from ..json_report import program_name
+    from ...analyzers.report import program_name
 
     rows.append(("program", program_name(job.exe, job.args)))
     rows.append(("executable", job.exe or "-"))

@@ -589,6 +589,7 @@ def files_bound(profile, paths: set[str], j: JobFacts) -> float | None:
     import numpy as np
 
     from ..analyzers.metrics import metrics_of
+    from ..analyzers.nputil import unique
     from ..analyzers.timemodel import wall_cost_of_files
 
     rt = j.runtime_s
@@ -596,7 +597,9 @@ def files_bound(profile, paths: set[str], j: JobFacts) -> float | None:
         return None
     m = metrics_of(profile)
     fid = profile.files["file_id"]
-    fids = np.unique(fid[np.isin(profile.files["path"], list(paths))])
+    # by a set, not np.isin/np.unique on paths: those import numpy.ma (~10 ms) on every report's path
+    fids = unique(np.asarray([f for f, p in zip(fid.tolist(), profile.files["path"].tolist()) if p in paths],
+                             dtype=fid.dtype))
     lv = m.level
     t = lv["read_s"] + lv["write_s"] + lv["meta_s"]
     per = np.array([float(t[lv["file_id"] == i].sum()) for i in fids])

@@ -89,15 +89,7 @@ def check_output(path, what: str, *, option: str | None = None) -> Path:
     name = f"{option} {path}" if option else str(path)
     if path.is_dir():
         raise UsageError(f"{name}: is a folder, not a file for the {what}", hint="give a file name (e.g. inside that folder)")
-    anc = path.parent
-    while not anc.exists() and anc != anc.parent:
-        anc = anc.parent
-    if anc.exists() and not anc.is_dir():
-        raise UsageError(f"{name}: {anc} is a file, not a folder, so the {what} cannot be written under it",
-                         hint="choose a path whose folders are folders")
-    if not os.access(anc, os.W_OK | os.X_OK):
-        raise UsageError(f"{name}: cannot write the {what} into {anc} (permission denied)",
-                         hint="choose a folder you can write to")
+    _check_writable_ancestor(path.parent, name, what, "written")
     return path
 
 
@@ -110,16 +102,23 @@ def check_folder(path, what: str, *, option: str | None = None) -> Path:
     name = f"{option} {path}" if option else str(path)
     if path.exists() and not path.is_dir():
         raise UsageError(f"{name}: is a file, not a folder for the {what}", hint="choose another path")
-    anc = path
+    _check_writable_ancestor(path, name, what, "made")
+    return path
+
+
+def _check_writable_ancestor(start: Path, name: str, what: str, verb: str) -> None:
+    """The nearest existing folder at or above ``start`` must be a folder this user can write into."""
+    from ..errors import UsageError
+
+    anc = start
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
     if anc.exists() and not anc.is_dir():
-        raise UsageError(f"{name}: {anc} is a file, not a folder, so the {what} cannot be made under it",
+        raise UsageError(f"{name}: {anc} is a file, not a folder, so the {what} cannot be {verb} under it",
                          hint="choose a path whose folders are folders")
     if not os.access(anc, os.W_OK | os.X_OK):
         raise UsageError(f"{name}: cannot write the {what} into {anc} (permission denied)",
                          hint="choose a folder you can write to")
-    return path
 
 
 def check_positive(value, option: str, *, zero: bool = False) -> None:

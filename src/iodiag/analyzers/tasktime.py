@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .nputil import unique
+from .nputil import median, unique
 from ..profile import OP, JobProfile
 from ..units import fmt_pct
 from .batches import is_source
-from .metrics import median, memo
+from .counters import memo
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,10 @@ import numpy as np
 
 from ..analyzers.detectors import FINDING_IDS
 from ..analyzers.summary import job_totals
-from ..analyzers.nputil import unique
+from ..analyzers.nputil import isin, median, unique
 from ..findings import Finding
-from ..analyzers.metrics import angle_file_ids, files_column, isin, median, module_sums, pcol
+from ..analyzers.counters import module_sums, pcol
+from ..analyzers.metrics import angle_file_ids, files_column
 from ..profile import JobProfile
 
 FORMAT_VERSION = 1

@@ -176,7 +176,7 @@ def test_a_trace_that_changed_after_it_was_read_is_a_clear_error(tmp_path, small
 def test_keyed_group_order_is_the_lexsort_order(rel, monkeypatch):
     """The radix-keyed (proc, file, op, time) order equals np.lexsort's on real DXT logs, also when the key
     needs a second 16-bit pass (file ids renumbered so that the key outgrows 16 bits)."""
-    from iodiag.analyzers import metrics
+    from iodiag.analyzers import opgroups
     from iodiag.analyzers.load import load_job
 
     path = CORPUS / rel
@@ -185,17 +185,17 @@ def test_keyed_group_order_is_the_lexsort_order(rel, monkeypatch):
     prof = load_job([str(path)])
     o = prof.ops
     want = np.lexsort((o["start_s"], o["op"], o["file_id"], o["proc"]))
-    got = metrics._keyed_group_order(prof, o)
+    got = opgroups._keyed_group_order(prof, o)
     assert got is not None and np.array_equal(got, want)
     # the same rows with every process number spread out (x 40,000): the key then needs the high pass
     wide = dict(o.items()) if hasattr(o, "items") else {c: o[c] for c in o.columns}
     wide["proc"] = o["proc"] * 40_000
     t = type(o)._trusted(wide)
     want = np.lexsort((t["start_s"], t["op"], t["file_id"], t["proc"]))
-    got = metrics._keyed_group_order(prof, t)
+    got = opgroups._keyed_group_order(prof, t)
     assert got is not None and np.array_equal(got, want)
     shuffled = type(o)._trusted({c: v[::-1] for c, v in wide.items()})  # not in time order: no keyed order
-    assert metrics._keyed_group_order(prof, shuffled) is None or len(o) < 2
+    assert opgroups._keyed_group_order(prof, shuffled) is None or len(o) < 2
 
 
 @pytest.mark.parametrize("rel", LOGS)

@@ -9,7 +9,8 @@ import pytest
 
 from iodiag.analyzers.detectors import DETECTORS, diagnose
 from iodiag.analyzers.load import load_job
-from iodiag.analyzers.metrics import metrics_of, robust_z, small_bucket_count
+from iodiag.analyzers.counters import small_bucket_count
+from iodiag.analyzers.metrics import metrics_of, robust_z
 from iodiag.config import load_config
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "darshan-logs"
@@ -93,7 +94,7 @@ def test_detectors_are_small_pure_functions():
 
 
 def test_access_size_table(tight):
-    from iodiag.analyzers.metrics import access_size_table
+    from iodiag.analyzers.counters import access_size_table
 
     t = access_size_table(tight)
     row = int(np.flatnonzero(t["read_0_100"] == t["read_0_100"].max())[0])

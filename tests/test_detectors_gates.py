@@ -16,7 +16,8 @@ import pytest
 
 from iodiag.analyzers.detectors import access, coverage, diagnose, metadata, mpi, parallel, smallio
 from iodiag.analyzers.load import build_profile
-from iodiag.analyzers.metrics import col, median, module_sums, pcol
+from iodiag.analyzers.counters import col, module_sums, pcol
+from iodiag.analyzers.nputil import median
 from iodiag.analyzers.readers.darshan import read_log
 from iodiag.analyzers.readers.isolate import LogResult
 from iodiag.config import Config
@@ -130,14 +131,14 @@ def test_median_is_numpys():
 def test_level_table_from_counter_arrays_matches_the_column_path(monkeypatch):
     """level_rows takes POSIX-level columns from the loader's counter arrays by fancy indexing; the
     column-by-column path (col() per name, then concatenation) gives the same table."""
-    from iodiag.analyzers import metrics
+    from iodiag.analyzers import counters
 
     checked = 0
     for name, make in _profiles(()):
-        fast = metrics.level_rows(make())
+        fast = counters.level_rows(make())
         with monkeypatch.context() as mp:
-            mp.setattr(metrics, "_level_mats", lambda *_a: None)
-            slow = metrics.level_rows(make())
+            mp.setattr(counters, "_level_mats", lambda *_a: None)
+            slow = counters.level_rows(make())
         assert fast.columns == slow.columns, name
         for c in slow.columns:
             assert fast[c].dtype == slow[c].dtype and np.array_equal(fast[c], slow[c]), (name, c)
@@ -165,14 +166,14 @@ def test_few_shared_records_attributed_like_the_vector_code(monkeypatch):
 def test_large_counter_blocks_are_not_kept_twice(monkeypatch):
     """Above the size limit the positive 2-D copy of a module is not cached (a million-record log would keep
     two extra copies of its counters alive): findings are the same either way, on every corpus log."""
-    from iodiag.analyzers import metrics
+    from iodiag.analyzers import counters
 
     cfg = Config()
     seen = 0
     for name, make in _profiles(cfg.site.modules):
         want = _plain(diagnose(make(), cfg))
         with monkeypatch.context() as mp:
-            mp.setattr(metrics, "_RAW_KEEP_MAX", 0)
+            mp.setattr(counters, "_RAW_KEEP_MAX", 0)
             prof = make()
             got = _plain(diagnose(prof, cfg))
             derived = prof.__dict__.get("_derived", {})

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from ..profile import JobProfile
-from .metrics import memo
+from .counters import memo
 
 
 @dataclass(frozen=True)

@@ -196,45 +196,69 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
     folder = Path(record.folder)
     collector = d.get("collector") or "darshan"
     issues: list[LoadIssue] = []
-
     if collector == "darshan":
-        from .load import load_job
-
-        logs = _darshan_logs(record)
-        profile = None
-        if logs:
-            try:
-                profile = load_job(logs, config=cfg, job_id=record.id)
-            except NoUsableData as exc:
-                # every log is damaged (e.g. the only process was killed mid-shutdown): keep what the
-                # job itself knows (command, exit, Dask tasks) and say what was lost
-                if not (folder / "dask").is_dir() and not d.get("recovered_logs"):
-                    raise
-                profile = _bare_profile(record, "darshan")
-                issues.append(LoadIssue(path=str(folder / "logs"), kind="unreadable", cause=exc.message,
-                                        next_step="no file-level numbers for this job; re-run it to completion"))
-        elif not logs:
-            profile = _bare_profile(record, "darshan")
-            issues.append(LoadIssue(path=str(folder / "logs"), kind="missing-log",
-                                    cause="Darshan wrote no log for this run",
-                                    next_step="check that the program is dynamically linked and that libdarshan.so "
-                                              "loads (DARSHAN_DUMP_CONFIG=1 prints its settings)"))
+        profile = _darshan_profile(record, cfg, issues)
     elif collector == "embedded":
-        try:
-            from .readers.embedded import load_traces
-        except ImportError:
-            raise DependencyMissing(
-                f"job {record.id} was recorded with the embedded collector, but this iodiag has no reader for its traces",
-                hint="install an iodiag that includes the embedded collector (iodiag.analyzers.readers.embedded)",
-            ) from None
-        profile = load_traces(folder / "traces", job_id=record.id)
+        profile = _embedded_profile(record)
     else:
         profile = _bare_profile(record, collector)
         profile.job.blind_spots.append("no file-level I/O collector ran (no Darshan runtime, no embedded collector): "
                                        "only the Dask task stream is known")
-
     profile.tasks = load_tasks(folder / "dask")
     _set_roles(profile, d)
+    _record_job_info(profile, record, collector, issues)
+    _record_losses(profile, record, collector, issues)
+    profile.issues_seen.extend(issues)
+    return profile
+
+
+def _darshan_profile(record, cfg: Config, issues: list[LoadIssue]) -> JobProfile:
+    """The job's Darshan logs loaded; without a log (or none readable, when the job kept something else), a profile
+    of the job's own metadata and an issue saying what was lost."""
+    from .load import load_job
+
+    folder = Path(record.folder)
+    d = record.data
+    logs = _darshan_logs(record)
+    profile = None
+    if logs:
+        try:
+            profile = load_job(logs, config=cfg, job_id=record.id)
+        except NoUsableData as exc:
+            # every log is damaged (e.g. the only process was killed mid-shutdown): keep what the
+            # job itself knows (command, exit, Dask tasks) and say what was lost
+            if not (folder / "dask").is_dir() and not d.get("recovered_logs"):
+                raise
+            profile = _bare_profile(record, "darshan")
+            issues.append(LoadIssue(path=str(folder / "logs"), kind="unreadable", cause=exc.message,
+                                    next_step="no file-level numbers for this job; re-run it to completion"))
+    elif not logs:
+        profile = _bare_profile(record, "darshan")
+        issues.append(LoadIssue(path=str(folder / "logs"), kind="missing-log",
+                                cause="Darshan wrote no log for this run",
+                                next_step="check that the program is dynamically linked and that libdarshan.so "
+                                          "loads (DARSHAN_DUMP_CONFIG=1 prints its settings)"))
+    return profile
+
+
+def _embedded_profile(record) -> JobProfile:
+    """The job's embedded-collector traces loaded."""
+    folder = Path(record.folder)
+    try:
+        from .readers.embedded import load_traces
+    except ImportError:
+        raise DependencyMissing(
+            f"job {record.id} was recorded with the embedded collector, but this iodiag has no reader for its traces",
+            hint="install an iodiag that includes the embedded collector (iodiag.analyzers.readers.embedded)",
+        ) from None
+    return load_traces(folder / "traces", job_id=record.id)
+
+
+def _record_job_info(profile: JobProfile, record, collector: str, issues: list[LoadIssue]) -> None:
+    """What job.json says about the run, onto the profile's job info: folder, snapshot, blind spots, arrays, versions,
+    command, exit and the reasons the job is partial."""
+    d = record.data
+    folder = Path(record.folder)
     info = profile.job
     info.folder = str(folder)
     info.snapshot = _snapshot(folder, issues)
@@ -273,6 +297,12 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
     info.dask_timelines = [dict(c["timeline"], pid=c.get("pid"), end_s=c.get("end_s"))
                            for c in d.get("dask_clients") or [] if isinstance(c.get("timeline"), dict)]
 
+
+def _record_losses(profile: JobProfile, record, collector: str, issues: list[LoadIssue]) -> None:
+    """The run's losses as issues: processes without a log, logs recovered from mmap files, workers lost, the
+    workload killed, a run never finalised, Dask tasks that could not be read."""
+    d = record.data
+    folder = Path(record.folder)
     job_json = str(folder / "job.json")
     for m in d.get("missing_processes") or []:
         where = str(folder / m["file"]) if m.get("file") else job_json
@@ -304,8 +334,6 @@ def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config |
                                 next_step="re-run the workload with iodiag run"))
     if collector == "darshan" and not len(profile.tasks) and (folder / "dask").is_dir() and any((folder / "dask").iterdir()):
         issues.append(LoadIssue(path=str(folder / "dask"), kind="unreadable", cause="no Dask task could be read"))
-    profile.issues_seen.extend(issues)
-    return profile
 
 
 __all__ = ["load_job_record", "NoUsableData"]

@@ -87,3 +87,13 @@ def stable_argsort_times(t: np.ndarray) -> np.ndarray:
         return order
     return np.argsort(t, kind="stable")
 
+
+def isin(a: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.isin(a, values)``; for a handful of values, by comparisons (no sort of a large ``a``)."""
+    values = np.asarray(values)
+    if values.ndim == 1 and len(values) <= 8 and a.dtype.kind in "iu" and values.dtype == a.dtype:
+        out = np.zeros(len(a), bool)
+        for v in values.tolist():
+            out |= a == v
+        return out
+    return np.isin(a, values)

@@ -186,7 +186,8 @@ FILE_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE", "DFS", "DAOS"
 
 
 def job_totals(profile: JobProfile) -> JobTotals:
-    from .metrics import angle_file_ids, memo
+    from .counters import memo
+    from .metrics import angle_file_ids
 
     d = memo(profile)
     if "job_totals" in d:

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .nputil import unique
+from .nputil import median, unique
 from ..profile import OP, JobProfile
 from ..units import fmt_pct
 from .batches import is_source
-from .metrics import median, memo
+from .counters import memo
 
 
 @dataclass(frozen=True)
@@ -376,13 +376,47 @@ def _compute(profile: JobProfile) -> DaskTime | None:
     run_s = max(t1 - t0, float(t["end_s"].max() - t["start_s"].min()), 1e-9)
     cs, ce = t["start_s"][comp], t["end_s"][comp]
     dur = np.maximum(ce - cs, 0.0)
-    worker = t["worker"][comp].astype(str)
-    thread = t["thread"][comp]
     pid = t["pid"][comp]
     prefix = t["prefix"][comp].astype(str)
+    edges, labels, timeline = _phases(t0, t1, getattr(job, "dask_timelines", []) or [], cs, ce)
+    nthreads, busy, idle, per_worker = _thread_time(t["worker"][comp].astype(str), t["thread"][comp], pid, cs, ce,
+                                                    edges, labels)
+    uniq_prefix, pidx = np.unique(prefix, return_inverse=True)
+    io = _TaskIO(len(uniq_prefix))
+    io.join(profile, comp, pid, cs, ce, pidx, per_worker)
+    io_in = min(io.io_in, busy)
+    # every thread's time outside its tasks, by what the run was doing then (see _phases); the parts add up to
+    # threads x run_s (the run_s beyond [t0, t1], a task stream outlasting the job's clock, is task overhead)
+    outside = max(nthreads * run_s - busy - sum(idle.values()), 0.0)
+    split = {"task_compute": busy - io_in, "task_io": io_in, "between_tasks": idle["tasks"] + outside,
+             **{k: idle[k] for k in PHASES}}
+    wall = lambda p: _union_len(t["start_s"][phase == p], t["end_s"][phase == p])  # noqa: E731
+    spill = _union_len(t["start_s"][np.isin(phase, ("disk-read", "disk-write"))],
+                       t["end_s"][np.isin(phase, ("disk-read", "disk-write"))])
+    prefixes = []
+    for i, name in enumerate(uniq_prefix.tolist()):
+        d = dur[pidx == i]
+        prefixes.append({"prefix": name, "tasks": int(len(d)), "total_s": round(float(d.sum()), 6),
+                         "median_s": round(median(d), 6), "max_s": round(float(d.max()), 6),
+                         "io_s": round(float(io.pref_io[i]), 6), "bytes": int(io.pref_bytes[i]), "ops": int(io.pref_ops[i]),
+                         "io_share_of_task_time": round(float(io.pref_io[i] / d.sum()), 6) if d.sum() > 0 else 0.0})
+    prefixes.sort(key=lambda p: -p["total_s"])
+    for pw in per_worker.values():
+        pw["busy_s"] = round(pw["busy_s"], 6)
+    return DaskTime(run_s=run_s, tasks=int(len(unique(t["key"][comp].astype(str)))), task_median_s=median(dur),
+                    workers=len(per_worker), threads=nthreads, split_s=split, transfer_s=wall("transfer"),
+                    spill_s=spill, io_in_tasks_s=io_in, io_outside_tasks_s=io.io_out,
+                    ambiguous_io_share=io.amb / io_in if io_in > 0 else 0.0, per_worker=list(per_worker.values()),
+                    prefixes=prefixes, task_io_s=io.task_io, task_bytes=io.task_bytes, clock_offsets_s=io.offsets,
+                    exact_io_share=io.exact_s / io_in if io_in > 0 else 0.0, io_traced=io.traced, timeline=timeline)
+
+
+def _thread_time(worker: np.ndarray, thread: np.ndarray, pid: np.ndarray, cs: np.ndarray, ce: np.ndarray,
+                 edges: np.ndarray, labels: list) -> tuple[int, float, dict[str, float], dict[str, dict]]:
+    """(worker threads, seconds they ran tasks, each phase's idle thread-seconds, per worker: pid, threads, tasks and
+    busy seconds), over the (worker, thread) lanes in sorted order."""
     lanes = sorted({(w, int(th)) for w, th in zip(worker.tolist(), thread.tolist())})
     busy = 0.0
-    edges, labels, timeline = _phases(t0, t1, getattr(job, "dask_timelines", []) or [], cs, ce)
     idle = {k: 0.0 for k in ("tasks", *PHASES)}
     per_worker: dict[str, dict] = {}
     for w, th in lanes:
@@ -397,83 +431,66 @@ def _compute(profile: JobProfile) -> DaskTime | None:
         pw["threads"] += 1
         pw["tasks"] += int(sel.sum())
         pw["busy_s"] += b
-    nthreads = len(lanes)
-    # I/O joined to tasks: worker processes' operations by pid and time window
-    o = profile.ops
-    pr = profile.processes
-    if is_source(o) and len(pr):  # only the worker processes' operations, in their order in the table
-        workers_pids = unique(pid[pid >= 0])
-        o = o.table(("proc", "op", "thread", "length", "start_s", "end_s"),
-                    procs=pr["proc"][np.isin(pr["pid"], workers_pids)].tolist())
-    io_in = io_out = amb = exact_s = 0.0
-    offsets: dict = {}
-    task_io: dict = {}
-    task_bytes: dict = {}
-    pref_io = np.zeros(0)
-    pref_bytes = np.zeros(0)
-    pref_ops = np.zeros(0)
-    uniq_prefix, pidx = np.unique(prefix, return_inverse=True)
-    pref_io = np.zeros(len(uniq_prefix))
-    pref_bytes = np.zeros(len(uniq_prefix))
-    pref_ops = np.zeros(len(uniq_prefix))
-    traced = False
-    if len(o) and len(pr):
+    return len(lanes), busy, idle, per_worker
+
+
+class _TaskIO:
+    """The worker processes' operations joined to the compute tasks (see ``_join``): I/O seconds inside and
+    outside tasks, ambiguous and exact shares, per prefix and per task sums, the clock offsets found."""
+
+    def __init__(self, n_prefixes: int) -> None:
+        self.io_in = self.io_out = self.amb = self.exact_s = 0.0
+        self.offsets: dict = {}
+        self.task_io: dict = {}
+        self.task_bytes: dict = {}
+        self.pref_io = np.zeros(n_prefixes)
+        self.pref_bytes = np.zeros(n_prefixes)
+        self.pref_ops = np.zeros(n_prefixes)
+        self.traced = False
+
+    def join(self, profile: JobProfile, comp: np.ndarray, pid: np.ndarray, cs: np.ndarray, ce: np.ndarray,
+             pidx: np.ndarray, per_worker: dict[str, dict]) -> None:
+        t = profile.tasks
+        o = profile.ops
+        pr = profile.processes
+        if is_source(o) and len(pr):  # only the worker processes' operations, in their order in the table
+            workers_pids = unique(pid[pid >= 0])
+            o = o.table(("proc", "op", "thread", "length", "start_s", "end_s"),
+                        procs=pr["proc"][np.isin(pr["pid"], workers_pids)].tolist())
+        if not (len(o) and len(pr)):
+            return
         proc_pid = np.full(int(pr["proc"].max()) + 1, -1, "i8")
         proc_pid[pr["proc"]] = pr["pid"]
         opid = proc_pid[np.clip(o["proc"], 0, len(proc_pid) - 1)]
         on_worker = np.isin(opid, unique(pid[pid >= 0]))
-        traced = bool(on_worker.any())
-        if on_worker.any():
-            ow = np.flatnonzero(on_worker)
-            odur = np.maximum(o["end_s"][ow] - o["start_s"][ow], 0.0)
-            rw = o["op"][ow] <= OP["write"]
-            tid = t["tid"][comp] if "tid" in t else None
-            task, active, offsets, exact = _join(opid[ow], o["start_s"][ow], pid, cs, ce, ops_end=o["end_s"][ow],
-                                                 data=rw, ops_thread=o["thread"][ow], t_tid=tid)
-            exact_s = float(odur[exact & (task >= 0)].sum())
-            inside = active > 0
-            io_in = float(odur[inside].sum())
-            io_out = float(odur[~inside].sum())
-            amb = float(odur[active > 1].sum())
-            hit = task >= 0
-            np.add.at(pref_io, pidx[task[hit]], odur[hit])
-            np.add.at(pref_bytes, pidx[task[hit & rw]], o["length"][ow][hit & rw].astype("f8"))
-            np.add.at(pref_ops, pidx[task[hit]], 1)
-            keys = t["key"][comp].astype(str)
-            kio = np.zeros(len(cs))
-            kby = np.zeros(len(cs))
-            np.add.at(kio, task[hit], odur[hit])
-            np.add.at(kby, task[hit & rw], o["length"][ow][hit & rw].astype("f8"))
-            nz = np.flatnonzero(kio > 0)
-            task_io = dict(zip(keys[nz].tolist(), kio[nz].tolist()))
-            task_bytes = dict(zip(keys[nz].tolist(), kby[nz].tolist()))
-            for w, pw in per_worker.items():
-                pw["io_s"] = round(float(odur[inside & (opid[ow] == pw["pid"])].sum()), 6)
-    io_in = min(io_in, busy)
-    # every thread's time outside its tasks, by what the run was doing then (see _phases); the parts add up to
-    # threads x run_s (the run_s beyond [t0, t1], a task stream outlasting the job's clock, is task overhead)
-    outside = max(nthreads * run_s - busy - sum(idle.values()), 0.0)
-    split = {"task_compute": busy - io_in, "task_io": io_in, "between_tasks": idle["tasks"] + outside,
-             **{k: idle[k] for k in PHASES}}
-    wall = lambda p: _union_len(t["start_s"][phase == p], t["end_s"][phase == p])  # noqa: E731
-    spill = _union_len(t["start_s"][np.isin(phase, ("disk-read", "disk-write"))],
-                       t["end_s"][np.isin(phase, ("disk-read", "disk-write"))])
-    prefixes = []
-    for i, name in enumerate(uniq_prefix.tolist()):
-        d = dur[pidx == i]
-        prefixes.append({"prefix": name, "tasks": int(len(d)), "total_s": round(float(d.sum()), 6),
-                         "median_s": round(median(d), 6), "max_s": round(float(d.max()), 6),
-                         "io_s": round(float(pref_io[i]), 6), "bytes": int(pref_bytes[i]), "ops": int(pref_ops[i]),
-                         "io_share_of_task_time": round(float(pref_io[i] / d.sum()), 6) if d.sum() > 0 else 0.0})
-    prefixes.sort(key=lambda p: -p["total_s"])
-    for pw in per_worker.values():
-        pw["busy_s"] = round(pw["busy_s"], 6)
-    return DaskTime(run_s=run_s, tasks=int(len(unique(t["key"][comp].astype(str)))), task_median_s=median(dur),
-                    workers=len(per_worker), threads=nthreads, split_s=split, transfer_s=wall("transfer"),
-                    spill_s=spill, io_in_tasks_s=io_in, io_outside_tasks_s=io_out,
-                    ambiguous_io_share=amb / io_in if io_in > 0 else 0.0, per_worker=list(per_worker.values()),
-                    prefixes=prefixes, task_io_s=task_io, task_bytes=task_bytes, clock_offsets_s=offsets,
-                    exact_io_share=exact_s / io_in if io_in > 0 else 0.0, io_traced=traced, timeline=timeline)
+        self.traced = bool(on_worker.any())
+        if not on_worker.any():
+            return
+        ow = np.flatnonzero(on_worker)
+        odur = np.maximum(o["end_s"][ow] - o["start_s"][ow], 0.0)
+        rw = o["op"][ow] <= OP["write"]
+        tid = t["tid"][comp] if "tid" in t else None
+        task, active, self.offsets, exact = _join(opid[ow], o["start_s"][ow], pid, cs, ce, ops_end=o["end_s"][ow],
+                                                  data=rw, ops_thread=o["thread"][ow], t_tid=tid)
+        self.exact_s = float(odur[exact & (task >= 0)].sum())
+        inside = active > 0
+        self.io_in = float(odur[inside].sum())
+        self.io_out = float(odur[~inside].sum())
+        self.amb = float(odur[active > 1].sum())
+        hit = task >= 0
+        np.add.at(self.pref_io, pidx[task[hit]], odur[hit])
+        np.add.at(self.pref_bytes, pidx[task[hit & rw]], o["length"][ow][hit & rw].astype("f8"))
+        np.add.at(self.pref_ops, pidx[task[hit]], 1)
+        keys = t["key"][comp].astype(str)
+        kio = np.zeros(len(cs))
+        kby = np.zeros(len(cs))
+        np.add.at(kio, task[hit], odur[hit])
+        np.add.at(kby, task[hit & rw], o["length"][ow][hit & rw].astype("f8"))
+        nz = np.flatnonzero(kio > 0)
+        self.task_io = dict(zip(keys[nz].tolist(), kio[nz].tolist()))
+        self.task_bytes = dict(zip(keys[nz].tolist(), kby[nz].tolist()))
+        for w, pw in per_worker.items():
+            pw["io_s"] = round(float(odur[inside & (opid[ow] == pw["pid"])].sum()), 6)
 
 
 def dask_time_of(profile: JobProfile) -> DaskTime | None:

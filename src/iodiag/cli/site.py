@@ -85,27 +85,40 @@ def ingest_cmd(
     if quiet or json_out or not sys.stderr.isatty():
         summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, **where_opts)
     else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        from .common import rich_console
-
-        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("logs"), TimeElapsedColumn(), TimeRemainingColumn(), transient=False,
-                      console=rich_console(stderr=True)) as bar:
-            task = bar.add_task("ingest", total=None)
-
-            def progress(kind: str, n: int) -> None:
-                if kind == "total":
-                    bar.update(task, total=n)
-                else:
-                    bar.advance(task, n)
-
-            summary = ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress,
-                                     **where_opts)
+        summary = _ingest_with_progress(archive, out, cfg, scheduler, workers, where_opts)
     d = summary.to_dict()
     if json_out:
         print(json.dumps({"schema": INGEST_SCHEMA, **d}, indent=2))
         return
+    _print_ingest_summary(d, out, cluster)
+
+
+def _ingest_with_progress(archive: Path, out: Path, cfg, scheduler: Optional[str], workers: Optional[int],
+                          where_opts: dict):
+    """``ingest_archive`` with a progress bar of logs read on stderr; its summary."""
+    from ..site.ingest import ingest_archive
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .common import rich_console
+
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("logs"), TimeElapsedColumn(), TimeRemainingColumn(), transient=False,
+                  console=rich_console(stderr=True)) as bar:
+        task = bar.add_task("ingest", total=None)
+
+        def progress(kind: str, n: int) -> None:
+            if kind == "total":
+                bar.update(task, total=n)
+            else:
+                bar.advance(task, n)
+
+        return ingest_archive(archive, out, config=cfg, scheduler=scheduler, workers=workers, progress=progress,
+                              **where_opts)
+
+
+def _print_ingest_summary(d: dict, out: Path, cluster: str) -> None:
+    """What a run read and wrote, where it ran and how fast; the command that reports on the dataset."""
     rate = f", {d['logs_per_s']:.0f} logs/s" if d["logs_per_s"] else ""
     n = d["workers"]
     where = "in this process" if n == 0 else f"on {n} Dask worker thread{'s' if n != 1 else ''}"

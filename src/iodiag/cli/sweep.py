@@ -211,36 +211,16 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
     """Throughput, speedup, parallel efficiency, mean ± 95 % CI and spread over repetitions, arithmetic/harmonic
     means; with --mode weak, the loss of each scale split into named components (from the runs' iodiag jobs)."""
     from ..jobs.sweep import collect
-    from ..jobs.sweep.analyze import analyze, summarize
+    from ..jobs.sweep.analyze import analyze
 
     grid = _check_analyze(sweep_dir, axis=axis, mode=mode, plots=plots)
     axis = axis or "workers"
     if compare_by:  # (read, not yet written: collect writes results.csv)
-        from ..jobs.sweep import collect_rows
-
-        columns = list(dict.fromkeys(k for row in collect_rows(sweep_dir) for k in row))
-        if compare_by not in columns:
-            raise UsageError(f"--compare-by {compare_by}: not a column of this sweep's results",
-                             hint="columns: " + ", ".join(columns))
+        _check_compare_by(sweep_dir, compare_by)
     df, _ = collect(sweep_dir)
     res = analyze(df, axis=axis, mode=mode, time_col=time_col, grid=grid)
-    written = {}
-    res["summary"].to_csv(sweep_dir / "summary.csv", index=False)
-    written["summary"] = sweep_dir / "summary.csv"
-    if "scaling" in res:
-        res["scaling"].to_csv(sweep_dir / "scaling.csv", index=False)
-        written["scaling"] = sweep_dir / "scaling.csv"
-    if plots:
-        from ..jobs.sweep import plots as P
-
-        if "scaling" in res:
-            written["scaling_png"] = P.plot_scaling(res["scaling"], axis=axis, mode=mode,
-                                                    out=sweep_dir / "scaling.png")
-        if compare_by:
-            summ = summarize(df, time_col=time_col, by=[c for c in (group, compare_by) if c in df.columns])
-            written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group if group in df.columns else None,
-                                                    out=sweep_dir / "compare.png",
-                                                    title=f"{sweep_dir.name}: {res['time_col']} by {compare_by}")
+    written = _write_analysis(sweep_dir, df, res, axis=axis, mode=mode, time_col=time_col, compare_by=compare_by,
+                              group=group, plots=plots)
     findings, diagnosed, scaling_notes, loss = _scaling_findings(df) if mode == "weak" else ([], 0, [], [])
     res["notes"].extend(scaling_notes)
     if loss and plots:
@@ -257,6 +237,47 @@ def analyze_cmd(sweep_dir: Path = typer.Argument(..., help="sweep folder (collec
             payload["scaling"] = json.loads(res["scaling"].to_json(orient="records"))
         _json("analyze", payload)
         return
+    _print_analysis(sweep_dir, res, findings, loss, written, color)
+
+
+def _check_compare_by(sweep_dir: Path, compare_by: str) -> None:
+    """--compare-by names a column of the sweep's results (read from the runs: results.csv may not exist yet)."""
+    from ..jobs.sweep import collect_rows
+
+    columns = list(dict.fromkeys(k for row in collect_rows(sweep_dir) for k in row))
+    if compare_by not in columns:
+        raise UsageError(f"--compare-by {compare_by}: not a column of this sweep's results",
+                         hint="columns: " + ", ".join(columns))
+
+
+def _write_analysis(sweep_dir: Path, df, res: dict, *, axis: str, mode: str, time_col: Optional[str],
+                    compare_by: Optional[str], group: str, plots: bool) -> dict[str, Path]:
+    """summary.csv, scaling.csv and (with plots) scaling.png and compare.png into the sweep folder; what was written."""
+    written = {}
+    res["summary"].to_csv(sweep_dir / "summary.csv", index=False)
+    written["summary"] = sweep_dir / "summary.csv"
+    if "scaling" in res:
+        res["scaling"].to_csv(sweep_dir / "scaling.csv", index=False)
+        written["scaling"] = sweep_dir / "scaling.csv"
+    if plots:
+        from ..jobs.sweep import plots as P
+        from ..jobs.sweep.analyze import summarize
+
+        if "scaling" in res:
+            written["scaling_png"] = P.plot_scaling(res["scaling"], axis=axis, mode=mode,
+                                                    out=sweep_dir / "scaling.png")
+        if compare_by:
+            summ = summarize(df, time_col=time_col, by=[c for c in (group, compare_by) if c in df.columns])
+            written["compare_png"] = P.plot_compare(summ, by=compare_by, group=group if group in df.columns else None,
+                                                    out=sweep_dir / "compare.png",
+                                                    title=f"{sweep_dir.name}: {res['time_col']} by {compare_by}")
+    return written
+
+
+def _print_analysis(sweep_dir: Path, res: dict, findings: list, loss: list, written: dict[str, Path],
+                    color: Optional[bool]) -> None:
+    """The analysis as text: the scaling (or summary) table, throughput means, the weak-scaling loss, findings;
+    notes and the files written on stderr."""
     from ..reports.textout import Lines
     from .common import terminal_width, use_color
 

@@ -241,42 +241,11 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
 
     forwarded: list[int] = []
     group: list[int] = []  # the workload's process group, once it exists
-
-    def _forward(signum, frame):  # noqa: ARG001
-        forwarded.append(signum)
-        if group:
-            try:
-                os.killpg(group[0], signum)
-            except ProcessLookupError:
-                pass
-
-    def _restore(previous: dict) -> None:
-        for sig, handler in previous.items():
-            try:
-                signal.signal(sig, handler)
-            except (ValueError, OSError):
-                pass
-
     # handlers first: a signal that arrives while the workload starts is kept and forwarded once it runs,
     # instead of killing iodiag (default action) and leaving the workload orphaned
-    previous = {}
-    for sig in FORWARDED:
-        try:
-            previous[sig] = signal.signal(sig, _forward)
-        except (ValueError, OSError):  # not the main thread
-            pass
+    previous = _forward_signals(forwarded, group)
     start = time.time()
-    try:
-        proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, preexec_fn=_child_setup, close_fds=False)
-    except FileNotFoundError:
-        _restore(previous)
-        raise CollectorError(f"{argv[0]}: command not found", hint="check the path, or run a script as `iodiag run script.py`") from None
-    except PermissionError:
-        _restore(previous)
-        raise CollectorError(f"{argv[0]}: permission denied", hint="make it executable (chmod +x) or run it with its interpreter") from None
-    except OSError as exc:
-        _restore(previous)
-        raise CollectorError(f"{argv[0]}: cannot start ({exc.strerror or exc})", hint="check the command") from None
+    proc = _start(argv, env, cwd, _child_setup, previous)
     pgid = proc.pid
     early = list(forwarded)  # arrived while the workload was starting (taken before the handler can forward)
     group.append(pgid)
@@ -286,30 +255,8 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
         except ProcessLookupError:
             pass
     watch = _Watch(proc.pid, watch_folder)
-    lingering: list[int] = []
-    ramp = [0.02, 0.05, 0.1, 0.2, 0.5]  # look early: short-lived processes map their mmap log at start
     try:
-        while True:
-            try:
-                watch.tick()
-            except Exception:  # the watch must never take the run down
-                pass
-            try:
-                rc = proc.wait(timeout=min(ramp.pop(0), tick_s) if ramp else tick_s)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        end = time.time()
-        # the leader is gone; wait a little for the rest of its group (workers writing their logs)
-        deadline = time.time() + grace_s
-        while _group_alive(pgid) and time.time() < deadline:
-            try:
-                watch.tick()
-            except Exception:
-                pass
-            time.sleep(0.1)
-        if _group_alive(pgid):
-            lingering = [p for p in descendants(os.getpid()) if p != os.getpid()]
+        rc, end, lingering = _wait(proc, watch, tick_s, grace_s)
     finally:
         if interactive:
             _take_terminal()
@@ -317,6 +264,81 @@ def run_supervised(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | No
     code, sig = (rc, None) if rc >= 0 else (None, -rc)
     return RunOutcome(pid=proc.pid, start_s=start, end_s=end, exit_code=code, signal=sig, forwarded=forwarded,
                       processes=watch.processes, mapped=watch.mapped, lingering=lingering)
+
+
+def _forward_signals(forwarded: list[int], group: list[int]) -> dict:
+    """Handlers for ``FORWARDED`` that record each signal and pass it to the workload's process group (``group``,
+    once it exists); the handlers they replace (none set outside the main thread)."""
+
+    def _forward(signum, frame):  # noqa: ARG001
+        forwarded.append(signum)
+        if group:
+            try:
+                os.killpg(group[0], signum)
+            except ProcessLookupError:
+                pass
+
+    previous = {}
+    for sig in FORWARDED:
+        try:
+            previous[sig] = signal.signal(sig, _forward)
+        except (ValueError, OSError):  # not the main thread
+            pass
+    return previous
+
+
+def _restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, child_setup, previous: dict) -> subprocess.Popen:
+    """The workload started in its own process group; a command that cannot start is a ``CollectorError`` (the
+    signal handlers restored first)."""
+    try:
+        return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, preexec_fn=child_setup, close_fds=False)
+    except FileNotFoundError:
+        _restore(previous)
+        raise CollectorError(f"{argv[0]}: command not found", hint="check the path, or run a script as `iodiag run script.py`") from None
+    except PermissionError:
+        _restore(previous)
+        raise CollectorError(f"{argv[0]}: permission denied", hint="make it executable (chmod +x) or run it with its interpreter") from None
+    except OSError as exc:
+        _restore(previous)
+        raise CollectorError(f"{argv[0]}: cannot start ({exc.strerror or exc})", hint="check the command") from None
+
+
+def _wait(proc: subprocess.Popen, watch: "_Watch", tick_s: float, grace_s: float) -> tuple[int, float, list[int]]:
+    """Watch the workload until its leader ends, then its process group for up to ``grace_s`` (workers writing
+    their logs): (the leader's return code, when it ended, processes still running after the grace)."""
+    pgid = proc.pid
+    lingering: list[int] = []
+    ramp = [0.02, 0.05, 0.1, 0.2, 0.5]  # look early: short-lived processes map their mmap log at start
+    while True:
+        try:
+            watch.tick()
+        except Exception:  # the watch must never take the run down
+            pass
+        try:
+            rc = proc.wait(timeout=min(ramp.pop(0), tick_s) if ramp else tick_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    end = time.time()
+    # the leader is gone; wait a little for the rest of its group (workers writing their logs)
+    deadline = time.time() + grace_s
+    while _group_alive(pgid) and time.time() < deadline:
+        try:
+            watch.tick()
+        except Exception:
+            pass
+        time.sleep(0.1)
+    if _group_alive(pgid):
+        lingering = [p for p in descendants(os.getpid()) if p != os.getpid()]
+    return rc, end, lingering
 
 
 def exit_like(outcome: RunOutcome) -> int:

@@ -19,7 +19,6 @@ import platform
 import re
 import secrets
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -29,10 +28,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import __version__
 from ..collectors import darshan as dcol
-from ..collectors.supervise import KEEP_DIR, RunOutcome, run_supervised
+from ..collectors.supervise import RunOutcome, run_supervised
 from ..errors import CollectorError, UsageError
+from .finalize import finalize_job
 from .snapshot import write_snapshot
-from .store import COMPLETE, PARTIAL, JobRecord, create_job
+from .store import JobRecord, create_job
 
 COLLECTORS = ("auto", "darshan", "embedded", "none")
 DASK_PRELOAD_VAR = "DASK_DISTRIBUTED__CLIENT__PRELOAD"
@@ -50,9 +50,6 @@ ENV_KEEP = re.compile(
     r"CONDA_PREFIX|TMPDIR|ZARR_\w+)$"
 )
 SCHEDULER_IDS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID")
-LOG_PID_RE = re.compile(r"_id(?P<jobid>-?\d+)-(?P<pid>\d+)_")
-# a final log's name: <user>_<exe>_id<jobid>-<pid>_<date>-<seconds>-<hash>_<n>.darshan (Darshan's non-MPI naming)
-LOG_EXE_RE = re.compile(r"^(?P<user>[^_]+)_(?P<exe>.+)_id(?P<jobid>-?\d+)-(?P<pid>\d+)_\d+-\d+-\d+-\d+_\d+\.darshan$")
 
 
 @dataclass
@@ -262,266 +259,3 @@ def _user() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except Exception:  # noqa: BLE001
         return os.environ.get("USER", "")
-
-
-def _rel(folder: Path, paths: Sequence[Path]) -> list[str]:
-    return [str(p.relative_to(folder)) for p in paths]
-
-
-def read_dask_workers(dask_dir: Path) -> list[dict[str, Any]]:
-    """Every worker recorded by the Dask capture (all clients), as saved."""
-    out: list[dict[str, Any]] = []
-    for path in sorted(dask_dir.glob("workers-*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(data, list):
-            out.extend(d for d in data if isinstance(d, dict))
-    return out
-
-
-def read_dask_clients(dask_dir: Path) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted(dask_dir.glob("client-*.json")):
-        try:
-            d = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        d["file"] = path.name
-        out.append(d)
-    return out
-
-
-def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, darshan_jobid: int | None) -> None:
-    """Gather the artefacts the run left, decide complete/partial, write job.json."""
-    folder = record.folder
-    reasons: list[str] = []
-    run_notes: list[str] = []
-    artefacts: dict[str, Any] = {}
-    missing: list[dict[str, Any]] = []
-    recovered: list[dict[str, Any]] = []
-    procs = outcome.processes
-
-    # --- Dask -----------------------------------------------------------------------------
-    dask_dir = folder / "dask"
-    workers = read_dask_workers(dask_dir) if dask_dir.is_dir() else []
-    clients = read_dask_clients(dask_dir) if dask_dir.is_dir() else []
-    if dask_dir.is_dir():
-        artefacts["dask"] = sorted(p.name for p in dask_dir.iterdir() if p.is_file() and not p.name.endswith(".tmp"))
-    for c in clients:
-        if c.get("ended_by") in (None, "sigterm") or c.get("interrupted_by"):
-            how = c.get("interrupted_by") or c.get("ended_by") or "an unexpected exit"
-            reasons.append(f"Dask client (pid {c.get('pid')}) ended by {how}; "
-                           "the task stream holds what finished until then")
-        for err in c.get("errors") or []:
-            run_notes.append(f"Dask capture: {err}")
-    interrupted = bool(outcome.signal) and any(c.get("interrupted_by") for c in clients)
-    for w in workers:
-        if w.get("gone") and not interrupted:  # (after Ctrl-C/SIGTERM to the group the workers end too)
-            left = w.get("gone_at")
-            reasons.append(f"Dask worker {w.get('address')} (pid {w.get('pid')}) left the cluster mid-run"
-                           + (f" at {time.strftime('%H:%M:%S', time.localtime(left))}" if left else ""))
-    worker_pids = {int(w["pid"]): w for w in workers if w.get("pid")}
-    client_pids = {int(c["pid"]): c for c in clients if c.get("pid")}
-
-    # --- Darshan ----------------------------------------------------------------------------
-    if collector == "darshan":
-        logs_dir = folder / "logs"
-        mmap_dir = Path((record.data.get("darshan") or {}).get("mmap_dir") or logs_dir / "mmap")
-        keep_dir = mmap_dir / KEEP_DIR
-        found = dcol.find_logs(logs_dir, mmap_dir)
-        logged_pids: set[int] = set()
-        for p in found["logs"]:
-            m = LOG_PID_RE.search(p.name)
-            if m:
-                logged_pids.add(int(m["pid"]))
-        # processes that must have a log (``expected``): the workload's main process and the Dask
-        # client/workers.  Other children that mapped an mmap log and removed it exited cleanly
-        # (excluded by APP_EXCLUDE, or nothing to record).
-        expected: set[int] = set(worker_pids) | {outcome.pid}
-        leader_exe = os.path.basename(record.data.get("command", [""])[0])
-
-        def infer_pid(name: str) -> int | None:
-            # died before the watch saw it: tie it to the one expected, log-less process of that program
-            m = dcol.MMAP_RE.match(name)
-            exe = m["exe"] if m else ""
-            cands = [q for q in expected - logged_pids
-                     if (procs[q].comm if q in procs else (leader_exe if q == outcome.pid else "")).startswith(exe[:15])
-                     and q not in outcome.mapped.values()]
-            return cands[0] if len(cands) == 1 else None
-
-        # mmap logs left in place: the process died before its shutdown started.  Kept links whose
-        # original is gone: the shutdown started (Darshan unlinks the file first) — if no log came
-        # out, the process was killed while writing it.
-        candidates = [(p, True) for p in found["mmap"]]
-        if keep_dir.is_dir():
-            candidates += [(k, False) for k in sorted(keep_dir.iterdir()) if not (mmap_dir / k.name).exists()]
-        interrupted: dict[int, str] = {}
-        for p in found["partial"]:
-            m = LOG_PID_RE.search(p.name)
-            if m:
-                interrupted[int(m["pid"])] = f"{p.name}, {p.stat().st_size} bytes"
-        # a process whose image was replaced by exec (a batch script's `exec prog`): Darshan's shutdown never runs
-        # for the first image, so its mmap log stays; the same pid then writes the next image's log under another
-        # program name.  Not a kill: its records are kept, its end is the exec.
-        log_exes: dict[int, set[str]] = {}
-        for p in found["logs"]:
-            m = LOG_EXE_RE.match(p.name)
-            if m:
-                log_exes.setdefault(int(m["pid"]), set()).add(m["exe"])
-
-        def images(q: int) -> set[str]:
-            """Program names process ``q`` ran as: its command lines seen, and its parent's (a forked child runs
-            its parent's program until it execs)."""
-            seen = procs.get(q)
-            if seen is None:
-                return set()
-            lines = [*seen.earlier, seen.cmdline]
-            if seen.ppid in procs:
-                lines += [*procs[seen.ppid].earlier, procs[seen.ppid].cmdline]
-            return {os.path.basename(c.split(" ", 1)[0]) for c in lines if c}
-
-        given: set[int] = set()  # processes already given a pre-exec image by the name-only match
-
-        def exec_pid(name: str, pid: int | None) -> tuple[int | None, str] | None:
-            """(pid or None when several processes fit, the program it exec'd) for an mmap log left by an image
-            that exec replaced; None when no process fits (then it is a process that died)."""
-            m = dcol.MMAP_RE.match(name)
-            if not m:
-                return None
-            exe = m["exe"]
-
-            def after(q: int) -> str | None:
-                others = sorted(e for e in log_exes.get(q, ()) if e != exe)
-                return others[0] if others else None
-
-            if pid is not None:
-                return (pid, after(pid)) if after(pid) else None
-            cands = [q for q in sorted(log_exes) if after(q) and exe in images(q)]
-            if not cands:
-                return None
-            left = [q for q in cands if q not in given]
-            if len(left) == 1:
-                given.add(left[0])
-                return left[0], after(left[0])
-            return None, after(cands[0])
-
-        for path, remnant in candidates:
-            pid = outcome.mapped.get(path.name)
-            replaced = exec_pid(path.name, pid) if remnant else None
-            if replaced is not None:
-                pid, image = replaced
-                new = dcol.recover_mmap_log(path, dest_dir=logs_dir, pid=pid)
-                if new is None:
-                    continue
-                role = (_role(pid, outcome, worker_pids, client_pids, procs) if pid is not None else
-                        "a process that exec'd; several fit, which one is not recorded")
-                found["logs"].append(new)
-                recovered.append({"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
-                                  "when": "replaced by exec", "exec": image})
-                run_notes.append(f"process {pid or '?'} ({role}) replaced its image ({dcol.MMAP_RE.match(path.name)['exe']}) "
-                                 f"by exec ({image}): Darshan's shutdown never runs for an image exec replaces; its "
-                                 "records were recovered from its mmap log")
-                continue
-            pid = pid or infer_pid(path.name)
-            if pid in logged_pids:  # the process finished its log: nothing to recover
-                continue
-            if not remnant and pid not in expected and pid not in interrupted:
-                continue  # a helper process that ended cleanly without a log
-            new = dcol.recover_mmap_log(path, dest_dir=logs_dir, pid=pid)
-            if new is None:
-                continue
-            role = _role(pid, outcome, worker_pids, client_pids, procs)
-            when = ("ended before Darshan's shutdown could write its log (killed by a signal, or left through "
-                    "os._exit as multiprocessing pool workers do); its mmap log was recovered" if remnant
-                    else "was killed while Darshan was writing its log" + (f" ({interrupted[pid]})" if pid in interrupted else "")
-                    + "; its mmap log was kept (readable when the kill came before Darshan rewrote the log header)")
-            found["logs"].append(new)
-            recovered.append({"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
-                              "when": "before shutdown" if remnant else "during shutdown"})
-            reasons.append(f"process {pid or '?'} ({role}) {when}")
-            if pid:
-                logged_pids.add(pid)
-        shutil.rmtree(keep_dir, ignore_errors=True)
-        for pid, what in sorted(interrupted.items()):
-            if pid not in logged_pids:
-                missing.append({"pid": pid, "role": _role(pid, outcome, worker_pids, client_pids, procs),
-                                "cause": f"killed while writing its log ({what}) and no mmap log was left",
-                                "file": next(str(p.relative_to(folder)) for p in found["partial"] if f"-{pid}_" in p.name)})
-        for pid in sorted(expected - logged_pids - set(interrupted)):
-            if pid in worker_pids and pid not in procs and pid not in outcome.mapped:
-                host = worker_pids[pid].get("hostname")
-                if host and host != socket.gethostname():
-                    continue  # a worker on another host writes its log there
-            missing.append({"pid": pid, "role": _role(pid, outcome, worker_pids, client_pids, procs),
-                            "cause": "no Darshan log and no mmap log left (killed, or the runtime was not loaded)"})
-        for m in missing:
-            reasons.append(f"process {m['pid'] or '?'} ({m['role']}) has no Darshan log: {m['cause']}")
-        if folder not in mmap_dir.parents:  # the node-local mmap folder: what was needed is recovered by now
-            shutil.rmtree(mmap_dir, ignore_errors=True)
-        artefacts["logs"] = sorted(_rel(folder, found["logs"]))
-        if not found["logs"]:
-            reasons.append("Darshan wrote no log at all (was the program dynamically linked? see `darshan-config --all`)")
-    elif collector == "embedded":
-        traces = folder / "traces"
-        artefacts["traces"] = sorted(str(p.relative_to(folder)) for p in traces.rglob("*") if p.is_file()) if traces.is_dir() else []
-        # one trace per process, named <pid>-<...>.iot: name the expected processes that left none
-        traced = {int(m.group(1)) for t in artefacts["traces"] if (m := re.match(r"(\d+)-", os.path.basename(t)))}
-        if traced:
-            for pid in sorted((set(worker_pids) | {outcome.pid}) - traced):
-                role = _role(pid, outcome, worker_pids, client_pids, procs)
-                missing.append({"pid": pid, "role": role, "cause": "no embedded-collector trace"})
-                reasons.append(f"process {pid} ({role}) has no embedded-collector trace")
-
-    if outcome.signal:
-        reasons.append(f"the workload was killed by signal {outcome.signal} ({_signame(outcome.signal)})")
-    if outcome.lingering:
-        reasons.append(f"{len(outcome.lingering)} process(es) of the workload were still running when iodiag finished")
-
-    record.data.update({
-        "status": PARTIAL if reasons else COMPLETE,
-        "partial": bool(reasons),
-        "partial_reasons": reasons,
-        "end_s": outcome.end_s,
-        "wall_s": outcome.wall_s,
-        "workload_start_s": outcome.start_s,
-        "pid": outcome.pid,
-        "exit_code": outcome.exit_code,
-        "signal": outcome.signal,
-        "signal_name": _signame(outcome.signal) if outcome.signal else None,
-        "forwarded_signals": [_signame(s) for s in outcome.forwarded],
-        "artefacts": artefacts,
-        "processes": [p.to_dict() | {"role": _role(p.pid, outcome, worker_pids, client_pids, procs)}
-                      for p in sorted(procs.values(), key=lambda p: p.first_seen_s)],
-        "dask_workers": workers,
-        "dask_clients": clients,
-        "missing_processes": missing,
-        "recovered_logs": recovered,
-        "run_notes": run_notes,
-    })
-    if darshan_jobid is not None:
-        record.data.setdefault("darshan", {})["jobid"] = darshan_jobid
-    record.save()
-
-
-def _signame(sig: int | None) -> str:
-    import signal as _s
-
-    try:
-        return _s.Signals(sig).name
-    except (ValueError, TypeError):
-        return str(sig)
-
-
-def _role(pid, outcome: RunOutcome, worker_pids, client_pids, procs) -> str:
-    if pid is None:
-        return "a process the watch did not see (short-lived, e.g. a pool worker)"
-    if pid in worker_pids:
-        return f"Dask worker {worker_pids[pid].get('address')}"
-    if pid in client_pids or pid == outcome.pid:
-        return "workload main process" + (" (Dask client)" if pid in client_pids else "")
-    p = procs.get(pid)
-    if p is not None:
-        return f"{p.comm} (child of {p.ppid})"
-    return "process"

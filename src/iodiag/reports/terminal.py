@@ -118,6 +118,17 @@ def headline(report: dict[str, Any]) -> str | None:
 
 def render_terminal(report: dict[str, Any], *, color: bool = False, width: int = 110) -> str:
     out = Lines(width=width, color=color)
+    _job_lines(out, report)
+    _finding_lines(out, report, width)
+    _recommendation_lines(out, report, width)
+    _table_lines(out, report, width)
+    _error_lines(out, report)
+    return out.text()
+
+
+def _job_lines(out: Lines, report: dict[str, Any]) -> None:
+    """The job: program, processes, run time, collector, workload exit, modules, blind spots, the headline, the Dask
+    time split and the job's volumes."""
     line, blank = out.line, out.blank
     j = report["job"]
     v = report["volumes"]
@@ -154,6 +165,11 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
          f" · opens {fmt_count(v['opens'])} · stats {fmt_count(v['stats'])} · seeks {fmt_count(v['seeks'])}"
          f" · fsyncs {fmt_count(v['fsyncs'])} · files {fmt_count(v['files'])} · I/O time {fmt_seconds(report.get('io_time_s', 0))}", hang=4)
 
+
+def _finding_lines(out: Lines, report: dict[str, Any], width: int) -> None:
+    """The diagnosis: each finding with its cost, evidence, files, processes and advice (info findings: one line)."""
+    line, blank = out.line, out.blank
+    v = report["volumes"]
     findings = report["findings"]
     blank()
     if findings:
@@ -186,6 +202,10 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
     else:
         line("No problems found by the detectors.", style="bold green")
 
+
+def _recommendation_lines(out: Lines, report: dict[str, Any], width: int) -> None:
+    line, blank = out.line, out.blank
+    j = report["job"]
     recs = report.get("recommendations")
     if recs:
         from .advice import recommendation_lines
@@ -197,6 +217,10 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         for text, style in recommendation_lines(recs, width=width - 1):
             line(text, style=style, wrap=False)  # wrapped by recommendation_lines; a long change line stays whole
 
+
+def _table_lines(out: Lines, report: dict[str, Any], width: int) -> None:
+    """Per-module and top-file tables and the per-process I/O time spread."""
+    line, blank = out.line, out.blank
     if report.get("modules") and width >= 100:  # ten columns: only where they fit
         blank()
         cols = [(c, "left" if c == "module" else "right")
@@ -218,6 +242,10 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
         line(f"Per-process I/O time: {sp['active']}/{sp['processes']} processes did I/O · min {fmt_seconds(sp['min_s'])} · "
              f"median {fmt_seconds(sp['median_s'])} · max {fmt_seconds(sp['max_s'])} · slowest: {_named(report, sp['slowest'][:4]) or '-'}",
              hang=2)
+
+
+def _error_lines(out: Lines, report: dict[str, Any]) -> None:
+    line, blank = out.line, out.blank
     if report["errors"]:
         blank()
         line(f"Problems reading this job ({len(report['errors'])}):", style="bold red")
@@ -226,4 +254,3 @@ def render_terminal(report: dict[str, Any], *, color: bool = False, width: int =
             line(f"  {e['kind']}{mod}: {e['path']}: {e['cause']}", hang=4)
         if len(report["errors"]) > 20:
             line(f"  … {len(report['errors']) - 20} more (see --json)")
-    return out.text()

@@ -31,9 +31,10 @@ import numpy as np
 
 from ..analyzers.detectors import FINDING_IDS
 from ..analyzers.summary import job_totals
-from ..analyzers.nputil import unique
+from ..analyzers.nputil import isin, median, unique
 from ..findings import Finding
-from ..analyzers.metrics import angle_file_ids, files_column, isin, median, module_sums, pcol
+from ..analyzers.counters import module_sums, pcol
+from ..analyzers.metrics import angle_file_ids, files_column
 from ..profile import JobProfile
 
 FORMAT_VERSION = 1
@@ -241,9 +242,19 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     pnc = _Mod(profile, "PNETCDF_FILE")
     lus = _Mod(profile, "LUSTRE")
     f: dict[str, Any] = {}
-    # column sums by name (0 when absent); a + b + c adds in the order sum() would, from 0
-    PX, MP, ST, H5F, H5D = px.get, mp.get, st.get, h5f.get, h5d.get
+    _posix_features(f, px)
+    _mpiio_stdio_features(f, mp, st)
+    tot = _job_volume_features(f, profile, px, mp, st)
+    _library_features(f, mp, st, h5f, h5d, pnc)
+    _file_features(f, profile, tot, px, st, mp)
+    _lustre_features(f, lus)
+    return f
 
+
+# column sums by name (0 when absent); a + b + c adds in the order sum() would, from 0
+def _posix_features(f: dict[str, Any], px: "_Mod") -> None:
+    """POSIX counts, bytes, times, shares (metadata, small, sequential, misaligned) and the size bins."""
+    PX = px.get
     reads, writes = PX("POSIX_READS", 0.0), PX("POSIX_WRITES", 0.0)
     f["posix_reads"], f["posix_writes"] = reads, writes
     f["posix_bytes_read"], f["posix_bytes_written"] = PX("POSIX_BYTES_READ", 0.0), PX("POSIX_BYTES_WRITTEN", 0.0)
@@ -272,6 +283,10 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     for key, name in _BIN_NAMES:
         f[key] = PX(name, 0.0)
 
+
+def _mpiio_stdio_features(f: dict[str, Any], mp: "_Mod", st: "_Mod") -> None:
+    """MPI-IO independent and collective operations, bytes and time; STDIO operations, bytes and time."""
+    MP, ST = mp.get, st.get
     f["mpiio_indep_ops"] = (MP("MPIIO_INDEP_READS", 0.0) + MP("MPIIO_INDEP_WRITES", 0.0) + MP("MPIIO_SPLIT_READS", 0.0) + MP("MPIIO_SPLIT_WRITES", 0.0) + MP("MPIIO_NB_READS", 0.0) + MP("MPIIO_NB_WRITES", 0.0))
     f["mpiio_coll_ops"] = (MP("MPIIO_COLL_READS", 0.0) + MP("MPIIO_COLL_WRITES", 0.0))
     f["mpiio_coll_share"] = _div(f["mpiio_coll_ops"], f["mpiio_coll_ops"] + f["mpiio_indep_ops"])
@@ -283,6 +298,10 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     stime = (ST("STDIO_F_READ_TIME", 0.0) + ST("STDIO_F_WRITE_TIME", 0.0) + ST("STDIO_F_META_TIME", 0.0))
     f["stdio_time_s"] = stime
 
+
+def _job_volume_features(f: dict[str, Any], profile: JobProfile, px: "_Mod", mp: "_Mod", st: "_Mod"):
+    """The job's bytes and read/write/metadata times across layers; the job totals they come from."""
+    MP, ST = mp.get, st.get
     # the job's bytes are the report's (analyzers.summary.job_totals: POSIX and STDIO are disjoint layers, MPI-IO
     # sits on POSIX and only counts when no layer beneath it was recorded); times by the same rule
     tot = job_totals(profile)
@@ -293,7 +312,12 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["meta_time_s"] = f["posix_meta_time_s"] + ST("STDIO_F_META_TIME", 0.0) + (MP("MPIIO_F_META_TIME", 0.0) if no_posix else 0.0)
     f["io_time_s"] = f["read_time_s"] + f["write_time_s"] + f["meta_time_s"]
     f["stdio_bytes_share"] = _div(f["stdio_bytes_read"] + f["stdio_bytes_written"], f["bytes_read"] + f["bytes_written"])
+    return tot
 
+
+def _library_features(f: dict[str, Any], mp: "_Mod", st: "_Mod", h5f: "_Mod", h5d: "_Mod", pnc: "_Mod") -> None:
+    """HDF5 and PnetCDF use and volumes; which layers the job used."""
+    H5F, H5D = h5f.get, h5d.get
     f["h5f_opens"] = H5F("H5F_OPENS", 0.0)
     f["h5d_reads"], f["h5d_writes"] = H5D("H5D_READS", 0.0), H5D("H5D_WRITES", 0.0)
     f["h5d_bytes_read"], f["h5d_bytes_written"] = H5D("H5D_BYTES_READ", 0.0), H5D("H5D_BYTES_WRITTEN", 0.0)
@@ -302,6 +326,8 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["uses_mpiio"], f["uses_stdio"] = bool(mp), bool(st)
     f["uses_hdf5"], f["uses_pnetcdf"] = bool(h5f or h5d), bool(pnc)
 
+
+def _file_features(f: dict[str, Any], profile: JobProfile, tot, px: "_Mod", st: "_Mod", mp: "_Mod") -> None:
     # files: the job's data files (job_totals.data_files: not <STDOUT> and friends); read, written, shared and
     # the largest from the per-file sums of POSIX/STDIO/MPI-IO
     uniq, rb, wb, mx, sh = _files(profile, px, st, mp)
@@ -321,6 +347,9 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     f["fs_types"] = ",".join(sorted(by_fs))
     f["fs_type_main"] = max(by_fs, key=lambda k: (by_fs[k], k)) if by_fs else ""
 
+
+def _lustre_features(f: dict[str, Any], lus: "_Mod") -> None:
+    """Lustre files and their striping (medians, widest stripe count)."""
     if lus:
         f["lustre_files"] = int(len(unique(lus.t["file_id"])))
         ss, sc = lus.col("stripe_size"), lus.col("stripe_count")
@@ -330,7 +359,6 @@ def extract_features(profile: JobProfile) -> dict[str, Any]:
     else:
         f["lustre_files"] = 0
         f["lustre_stripe_size_median_bytes"] = f["lustre_stripe_count_median"] = f["lustre_stripe_count_max"] = math.nan
-    return f
 
 
 _FINDING_DEFAULTS: dict[str, Any] = {c: v for fid in FINDING_IDS for c, v in ((f"finding_{_fid(fid)}", False), (f"finding_{_fid(fid)}_cost_s", 0.0))}

@@ -115,15 +115,7 @@ def convert(*, src: str | Path, dst: str | Path, variable: str | None = None, st
         raise InputNotFound(f"input {src} does not exist", hint="create one with `iodiag workload gen`")
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
-    with _open(src, None) as probe:
-        # default: the data variables of highest rank (for plain HDF5, whose coordinates are
-        # datasets too, that leaves the field itself)
-        top = max((probe[n].ndim for n in probe.data_vars), default=0)
-        names = [variable] if variable else [n for n in probe.data_vars if probe[n].ndim == top]
-        if variable and variable not in probe.data_vars:
-            raise UsageError(f"{src}: no variable {variable!r}", hint=f"variables: {', '.join(probe.data_vars)}")
-        main = probe[names[0]]
-        shape, dims, itemsize = tuple(main.shape), tuple(main.dims), main.dtype.itemsize
+    names, shape, dims, itemsize = _probe(src, variable)
     target = _target_chunks(shape, itemsize, chunks, chunk_mb)
     chunk_map = dict(zip(dims, target))
     if dst.exists():
@@ -149,26 +141,8 @@ def convert(*, src: str | Path, dst: str | Path, variable: str | None = None, st
                 timings["write"] = time.perf_counter() - t0
                 n_tasks = int(sum(len(ds[n].data.__dask_graph__()) for n in names))
             else:
-                t0 = time.perf_counter()
-                ds.to_zarr(dst, mode="w", encoding=encoding, zarr_format=zarr_format, consolidated=False,
-                           compute=False)
-                timings["template"] = time.perf_counter() - t0
-                lead, step = dims[0], target[0] * max(1, region_chunks)
-                blocks = [(i, min(shape[0], i + step)) for i in range(0, shape[0], step)]
-                n_tasks = len(blocks)
-                t0 = time.perf_counter()
-                if client is None:
-                    for i0, i1 in blocks:
-                        _write_region(str(src), str(dst), lead, i0, i1, names, zarr_format)
-                else:
-                    futs = [client.submit(_write_region, str(src), str(dst), lead, i0, i1, names, zarr_format,
-                                          pure=False) for i0, i1 in blocks]
-                    client.gather(futs)
-                if consolidated:
-                    import zarr
-
-                    zarr.consolidate_metadata(str(dst))
-                timings["write"] = time.perf_counter() - t0
+                n_tasks = _write_regions(ds, client, src, dst, names, encoding, zarr_format, consolidated, dims, shape,
+                                         target, region_chunks, timings)
             ds.close()
             if client is not None:
                 wio1 = client.run(proc_io)
@@ -177,6 +151,57 @@ def convert(*, src: str | Path, dst: str | Path, variable: str | None = None, st
                         worker_io[k] = worker_io.get(k, 0) + v
     timings["total"] = time.perf_counter() - t_all
     client_io = io_delta(io_before, proc_io())
+    record = _results_record(params, names, shape, dims, itemsize, target, n_tasks, cluster_info, timings, dst,
+                             client_io, worker_io)
+    record["results_path"] = str(write_record(results_path(results, dst.with_name(dst.name + ".results.json")),
+                                              record))
+    return record
+
+
+def _probe(src: Path, variable: str | None) -> tuple[list[str], tuple[int, ...], tuple[str, ...], int]:
+    """(variables to convert, shape, dims and item size of the first) from a look at the input."""
+    with _open(src, None) as probe:
+        # default: the data variables of highest rank (for plain HDF5, whose coordinates are
+        # datasets too, that leaves the field itself)
+        top = max((probe[n].ndim for n in probe.data_vars), default=0)
+        names = [variable] if variable else [n for n in probe.data_vars if probe[n].ndim == top]
+        if variable and variable not in probe.data_vars:
+            raise UsageError(f"{src}: no variable {variable!r}", hint=f"variables: {', '.join(probe.data_vars)}")
+        main = probe[names[0]]
+        return names, tuple(main.shape), tuple(main.dims), main.dtype.itemsize
+
+
+def _write_regions(ds, client, src: Path, dst: Path, names: list[str], encoding: dict, zarr_format: int,
+                   consolidated: bool, dims: tuple, shape: tuple, target: tuple, region_chunks: int,
+                   timings: dict[str, float]) -> int:
+    """The ``region`` strategy: the store's template written first, then blocks of ``region_chunks`` chunks along
+    the leading dimension, each by one task that opens the input itself; the number of tasks."""
+    t0 = time.perf_counter()
+    ds.to_zarr(dst, mode="w", encoding=encoding, zarr_format=zarr_format, consolidated=False,
+               compute=False)
+    timings["template"] = time.perf_counter() - t0
+    lead, step = dims[0], target[0] * max(1, region_chunks)
+    blocks = [(i, min(shape[0], i + step)) for i in range(0, shape[0], step)]
+    t0 = time.perf_counter()
+    if client is None:
+        for i0, i1 in blocks:
+            _write_region(str(src), str(dst), lead, i0, i1, names, zarr_format)
+    else:
+        futs = [client.submit(_write_region, str(src), str(dst), lead, i0, i1, names, zarr_format,
+                              pure=False) for i0, i1 in blocks]
+        client.gather(futs)
+    if consolidated:
+        import zarr
+
+        zarr.consolidate_metadata(str(dst))
+    timings["write"] = time.perf_counter() - t0
+    return len(blocks)
+
+
+def _results_record(params: dict, names: list[str], shape: tuple, dims: tuple, itemsize: int, target: tuple,
+                    n_tasks: int, cluster_info: dict, timings: dict, dst: Path, client_io: dict,
+                    worker_io: dict) -> dict[str, Any]:
+    """The results record: what was converted, how, the timings, bytes logical and stored, I/O of the processes."""
     stored, nfiles = tree_bytes(dst)
     logical = int(sum(_nbytes(shape, itemsize) for _ in names))
     record = {
@@ -201,8 +226,6 @@ def convert(*, src: str | Path, dst: str | Path, variable: str | None = None, st
     }
     if "jobqueue_script" in cluster_info:
         record["jobqueue_script"] = cluster_info["jobqueue_script"]
-    record["results_path"] = str(write_record(results_path(results, dst.with_name(dst.name + ".results.json")),
-                                              record))
     return record
 
 

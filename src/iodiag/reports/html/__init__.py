@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Iterable
 
 import numpy as np
@@ -152,99 +153,17 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
     """Everything the template shows (plots already rendered to SVG)."""
     cfg = config or Config()
     clock = timings if timings is not None else {}
-
-    def timed(name, fn):
-        t = time.perf_counter()
-        out = fn()
-        clock[name] = clock.get(name, 0.0) + time.perf_counter() - t
-        return out
-
-    from ..plots.metadata import draw_metadata_over_time, metadata_over_time
-    from ..plots.timeline import draw_io_timeline, io_timeline
-    from ..plots.top_files import draw_top_files, file_times
-    from ...analyzers.summary import module_volumes
-    from ..plots.volumes import access_sizes, draw_access_sizes, draw_module_volumes
-
+    timed = partial(_timed, clock)
     if report is not None and "findings" in report:
         fdicts = list(report["findings"])
     else:
         fdicts = [f.to_dict() for f in findings]
     plots: dict[str, dict] = {}
-
-    vol = timed("volumes", lambda: module_volumes(profile))
-    plots["volumes"] = timed("volumes", lambda: _spec(
-        "plot-volumes", "Bytes and operations per module",
-        "Darshan counters summed over all files and processes. Operation axis is logarithmic.",
-        (lambda: draw_module_volumes(vol)) if len(vol) else None, "No module records (the log has no I/O counters)."))
-
-    sizes = timed("sizes", lambda: access_sizes(profile))
-    src = sizes["source"][0] if len(sizes) else ""
-    plots["sizes"] = timed("sizes", lambda: _spec(
-        "plot-sizes", "Access-size histograms",
-        "Operations per request size, from Darshan's size histograms" + (" (MPI-IO, HDF5 and PnetCDF count aggregate requests)" if src == "counters" else " (binned from the traced operations)") + ". Logarithmic count axis.",
-        (lambda: draw_access_sizes(sizes)) if len(sizes) and sizes["count"].sum() > 0 else None, "No reads or writes were recorded."))
-
-    tl = timed("timeline", lambda: io_timeline(profile))
-    tl_caption = {
-        "ops": f"Share of each time bin that a process spent inside {tl.totals.get('module', '')} read and write calls (traced operations, e.g. DXT; one layer only, so MPI-IO calls over POSIX are not counted twice).",
-        "heatmap": "Bytes per second from Darshan's heatmap module (no per-call trace in this log); logarithmic colour scale.",
-        "counters": "No trace or heatmap in this log: each cell shows the window between a file's first and last read (or write) on that process, from the counters' timestamps. A window is not busy time.",
-    }.get(tl.source, "")
-    if tl.source == "ops":
-        tl_caption += (f" All {tl.totals.get('ops', 0):,} operations are summed onto {tl.n_bins} time bins of "
-                       f"{fmt_number(tl.bin_s)} s (a raster, so the plot costs the same for any trace length).")
-    if tl.procs_per_row > 1:
-        tl_caption += f" {tl.nprocs:,} processes drawn as {tl.n_rows} rows of {tl.procs_per_row} consecutive processes (mean per row)."
-    plots["timeline"] = timed("timeline", lambda: _spec(
-        "plot-timeline", "I/O timeline per process", tl_caption,
-        (lambda: draw_io_timeline(tl)) if tl.source != "none" else None, "No timed I/O in this log (no trace, heatmap or timestamps)."))
-
-    ft = timed("files", lambda: file_times(profile))
-    n_top = max(cfg.report.top_files, 10)
-    top = ft.take(np.arange(min(n_top, len(ft))))
-    top_with_time = top.filter(top["io_time_s"] > 0) if len(top) else top
-    plots["files"] = timed("files", lambda: _spec(
-        "plot-files", "Top files by I/O time",
-        "Seconds spent in read, write and metadata calls on each file, summed over processes (POSIX/STDIO; MPI-IO/HDF5 only for files with no POSIX record).",
-        (lambda: draw_top_files(top_with_time)) if len(top_with_time) else None, "No file has recorded I/O time."))
-
-    md = timed("metadata", lambda: metadata_over_time(profile))
-    md_src = md["source"][0] if len(md) else ""
-    has_md = any(md[k].sum() > 0 for k in ("open", "stat", "seek", "sync", "other")) if len(md) else False
-    plots["metadata"] = timed("metadata", lambda: _spec(
-        "plot-metadata", "Metadata operations over time",
-        "Traced metadata calls per second." if md_src == "ops" else
-        "Estimated: Darshan keeps only counts and first/last timestamps per file, so each file's opens are spread over its first-to-last open, and its stats, seeks and syncs over its first-open-to-last-close window.",
-        (lambda: draw_metadata_over_time(md)) if has_md else None, "No metadata operations recorded."))
-
-    dask = None
-    if len(profile.tasks):
-        from ..plots.dask import MAX_TASK_BARS, draw_task_durations, draw_task_stream, task_durations, task_stream
-
-        ts = timed("dask", lambda: task_stream(profile))
-        durs = timed("dask", lambda: task_durations(profile, cfg.stragglers))
-        plots["gantt"] = timed("dask", lambda: _spec(
-            "plot-gantt", "Task stream per worker thread",
-            ("Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace."
-             if len(ts.tasks) <= MAX_TASK_BARS else
-             f"{len(ts.tasks):,} tasks, drawn as one image: each pixel column of a thread shows the task prefix that ran for most of that "
-             "time, lighter when the thread was idle part of it; under each worker, its process's reads (blue) and writes (orange)."),
-            lambda: draw_task_stream(ts)))
-        plots["durations"] = timed("dask", lambda: _spec(
-            "plot-durations", "Task durations per prefix",
-            f"Box: quartiles of compute durations per prefix; dots: tasks; red crosses: stragglers (robust z > {cfg.stragglers.mad_factor}, at least {cfg.stragglers.task_min_excess_s} s over the prefix median, prefixes of {cfg.stragglers.task_min_tasks}+ tasks: the straggler-task finding's rule).",
-            lambda: draw_task_durations(durs)))
-        strag = durs.filter(durs["straggler"])
-        order = np.argsort(-strag["duration_s"]) if len(strag) else np.zeros(0, int)
-        dask = {
-            "report_href": safe_href(dask_report_href),
-            "report_text": dask_report_href if dask_report_href and not safe_href(dask_report_href) else None,
-            "n_tasks": len(set(profile.tasks["key"].tolist())), "n_workers": len(ts.workers), "n_lanes": len(ts.lanes),
-            "n_prefixes": len(set(profile.tasks["prefix"].tolist())),
-            "stragglers": strag.take(order[:20]).rows() if len(strag) else [],
-            "mad_factor": cfg.stragglers.mad_factor, "min_excess_s": cfg.stragglers.task_min_excess_s,
-            "time": (lambda dt: dt.to_dict() if dt is not None else None)(dask_time_of(profile)),
-        }
+    vol = _counter_plots(profile, plots, timed)
+    plots["timeline"] = _timeline_plot(profile, timed)
+    ft, top = _files_plot(profile, cfg, plots, timed)
+    plots["metadata"] = _metadata_plot(profile, timed)
+    dask = _dask_plots(profile, cfg, plots, timed, dask_report_href) if len(profile.tasks) else None
 
     t = time.perf_counter()
     _render_plots(list(plots.values()))
@@ -262,6 +181,113 @@ def build_context(profile: JobProfile, findings: Iterable[Finding], *, report: d
         "dask": dask,
         "issues": issues,
         "obfuscated": False,
+    }
+
+
+def _timed(clock: dict, name: str, fn):
+    """``fn()``, its seconds added to ``clock[name]`` (the report's --timings)."""
+    t = time.perf_counter()
+    out = fn()
+    clock[name] = clock.get(name, 0.0) + time.perf_counter() - t
+    return out
+
+
+def _counter_plots(profile: JobProfile, plots: dict, timed) -> Table:
+    """The bytes-and-operations per module and access-size plots; the module volumes table."""
+    from ...analyzers.summary import module_volumes
+    from ..plots.volumes import access_sizes, draw_access_sizes, draw_module_volumes
+
+    vol = timed("volumes", lambda: module_volumes(profile))
+    plots["volumes"] = timed("volumes", lambda: _spec(
+        "plot-volumes", "Bytes and operations per module",
+        "Darshan counters summed over all files and processes. Operation axis is logarithmic.",
+        (lambda: draw_module_volumes(vol)) if len(vol) else None, "No module records (the log has no I/O counters)."))
+
+    sizes = timed("sizes", lambda: access_sizes(profile))
+    src = sizes["source"][0] if len(sizes) else ""
+    plots["sizes"] = timed("sizes", lambda: _spec(
+        "plot-sizes", "Access-size histograms",
+        "Operations per request size, from Darshan's size histograms" + (" (MPI-IO, HDF5 and PnetCDF count aggregate requests)" if src == "counters" else " (binned from the traced operations)") + ". Logarithmic count axis.",
+        (lambda: draw_access_sizes(sizes)) if len(sizes) and sizes["count"].sum() > 0 else None, "No reads or writes were recorded."))
+    return vol
+
+
+def _timeline_plot(profile: JobProfile, timed) -> dict:
+    """The I/O timeline per process, its caption saying where the times come from."""
+    from ..plots.timeline import draw_io_timeline, io_timeline
+
+    tl = timed("timeline", lambda: io_timeline(profile))
+    tl_caption = {
+        "ops": f"Share of each time bin that a process spent inside {tl.totals.get('module', '')} read and write calls (traced operations, e.g. DXT; one layer only, so MPI-IO calls over POSIX are not counted twice).",
+        "heatmap": "Bytes per second from Darshan's heatmap module (no per-call trace in this log); logarithmic colour scale.",
+        "counters": "No trace or heatmap in this log: each cell shows the window between a file's first and last read (or write) on that process, from the counters' timestamps. A window is not busy time.",
+    }.get(tl.source, "")
+    if tl.source == "ops":
+        tl_caption += (f" All {tl.totals.get('ops', 0):,} operations are summed onto {tl.n_bins} time bins of "
+                       f"{fmt_number(tl.bin_s)} s (a raster, so the plot costs the same for any trace length).")
+    if tl.procs_per_row > 1:
+        tl_caption += f" {tl.nprocs:,} processes drawn as {tl.n_rows} rows of {tl.procs_per_row} consecutive processes (mean per row)."
+    return timed("timeline", lambda: _spec(
+        "plot-timeline", "I/O timeline per process", tl_caption,
+        (lambda: draw_io_timeline(tl)) if tl.source != "none" else None, "No timed I/O in this log (no trace, heatmap or timestamps)."))
+
+
+def _files_plot(profile: JobProfile, cfg: Config, plots: dict, timed) -> tuple[Table, Table]:
+    """The top files by I/O time plot; (every file's times, the top files)."""
+    from ..plots.top_files import draw_top_files, file_times
+
+    ft = timed("files", lambda: file_times(profile))
+    n_top = max(cfg.report.top_files, 10)
+    top = ft.take(np.arange(min(n_top, len(ft))))
+    top_with_time = top.filter(top["io_time_s"] > 0) if len(top) else top
+    plots["files"] = timed("files", lambda: _spec(
+        "plot-files", "Top files by I/O time",
+        "Seconds spent in read, write and metadata calls on each file, summed over processes (POSIX/STDIO; MPI-IO/HDF5 only for files with no POSIX record).",
+        (lambda: draw_top_files(top_with_time)) if len(top_with_time) else None, "No file has recorded I/O time."))
+    return ft, top
+
+
+def _metadata_plot(profile: JobProfile, timed) -> dict:
+    """Metadata operations over time (traced, or spread over each file's open window)."""
+    from ..plots.metadata import draw_metadata_over_time, metadata_over_time
+
+    md = timed("metadata", lambda: metadata_over_time(profile))
+    md_src = md["source"][0] if len(md) else ""
+    has_md = any(md[k].sum() > 0 for k in ("open", "stat", "seek", "sync", "other")) if len(md) else False
+    return timed("metadata", lambda: _spec(
+        "plot-metadata", "Metadata operations over time",
+        "Traced metadata calls per second." if md_src == "ops" else
+        "Estimated: Darshan keeps only counts and first/last timestamps per file, so each file's opens are spread over its first-to-last open, and its stats, seeks and syncs over its first-open-to-last-close window.",
+        (lambda: draw_metadata_over_time(md)) if has_md else None, "No metadata operations recorded."))
+
+
+def _dask_plots(profile: JobProfile, cfg: Config, plots: dict, timed, dask_report_href: str | None) -> dict:
+    """The task stream and task duration plots; the Dask section (counts, stragglers, time split)."""
+    from ..plots.dask import MAX_TASK_BARS, draw_task_durations, draw_task_stream, task_durations, task_stream
+
+    ts = timed("dask", lambda: task_stream(profile))
+    durs = timed("dask", lambda: task_durations(profile, cfg.stragglers))
+    plots["gantt"] = timed("dask", lambda: _spec(
+        "plot-gantt", "Task stream per worker thread",
+        ("Each bar is a task, coloured by task prefix; under each worker, its process's reads (blue) and writes (orange) from the trace."
+         if len(ts.tasks) <= MAX_TASK_BARS else
+         f"{len(ts.tasks):,} tasks, drawn as one image: each pixel column of a thread shows the task prefix that ran for most of that "
+         "time, lighter when the thread was idle part of it; under each worker, its process's reads (blue) and writes (orange)."),
+        lambda: draw_task_stream(ts)))
+    plots["durations"] = timed("dask", lambda: _spec(
+        "plot-durations", "Task durations per prefix",
+        f"Box: quartiles of compute durations per prefix; dots: tasks; red crosses: stragglers (robust z > {cfg.stragglers.mad_factor}, at least {cfg.stragglers.task_min_excess_s} s over the prefix median, prefixes of {cfg.stragglers.task_min_tasks}+ tasks: the straggler-task finding's rule).",
+        lambda: draw_task_durations(durs)))
+    strag = durs.filter(durs["straggler"])
+    order = np.argsort(-strag["duration_s"]) if len(strag) else np.zeros(0, int)
+    return {
+        "report_href": safe_href(dask_report_href),
+        "report_text": dask_report_href if dask_report_href and not safe_href(dask_report_href) else None,
+        "n_tasks": len(set(profile.tasks["key"].tolist())), "n_workers": len(ts.workers), "n_lanes": len(ts.lanes),
+        "n_prefixes": len(set(profile.tasks["prefix"].tolist())),
+        "stragglers": strag.take(order[:20]).rows() if len(strag) else [],
+        "mad_factor": cfg.stragglers.mad_factor, "min_excess_s": cfg.stragglers.task_min_excess_s,
+        "time": (lambda dt: dt.to_dict() if dt is not None else None)(dask_time_of(profile)),
     }
 
 

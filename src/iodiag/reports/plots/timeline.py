@@ -87,8 +87,7 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
     per_row = max(1, -(-nprocs // max_rows))
     n_rows = -(-nprocs // per_row)
     t0, t1 = _job_span(profile)
-    bin_s = (t1 - t0) / n_bins
-    read = write = None
+    r = _Raster(t0=t0, bin_s=(t1 - t0) / n_bins, n_rows=n_rows, n_bins=n_bins, per_row=per_row, nprocs=nprocs)
     ops = profile.ops
     # an OpsSource is read one process at a time when a raster row is one process (each cell then sums one
     # process's operations, batch by batch as over the table); with grouped rows it is read whole
@@ -101,76 +100,13 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
         del rw
     if layers:
         source = "ops"
-        # one layer only: an MPI-IO call and the POSIX calls under it are the same time (POSIX first)
-        layer = OPS_MODULE["POSIX"] if OPS_MODULE["POSIX"] in layers else layers[0]
-        # the raster is summed over batches of operations: memory of the grid plus one batch, whatever the trace
-        grids = {OP["read"]: GridSum(t0, bin_s, n_rows, n_bins), OP["write"]: GridSum(t0, bin_s, n_rows, n_bins)}
-        n_ops = 0
-        cols = ("op", "module", "proc", "start_s", "end_s")
-        parts = ((t, slice(None)) for _, t in table_batches(ops, cols)) if by_proc else \
-            ((ops, sl) for sl in chunks(len(ops)))
-        for tb, sl in parts:
-            op, mod, proc = tb["op"][sl], tb["module"][sl], tb["proc"][sl]
-            keep = (op <= OP["write"]) & (proc >= 0) & (mod == layer)
-            st, en = tb["start_s"][sl], tb["end_s"][sl]
-            for code, g in grids.items():
-                sel = keep & ((op == OP["read"]) if code == OP["read"] else (op != OP["read"]))
-                if sel.any():
-                    s, e = st[sel], en[sel]
-                    g.add(proc[sel] // per_row, s, e, np.maximum(e - s, 0.0))
-                    n_ops += len(s)
-        read, write = grids[OP["read"]].result(), grids[OP["write"]].result()
-        totals = {"read_s": float(read.sum()), "write_s": float(write.sum()), "module": OPS_MODULES[layer], "ops": n_ops}
-        norm = bin_s * np.bincount(np.arange(nprocs) // per_row, minlength=n_rows)[:, None]
-        read, write = read / norm, write / norm
+        read, write, totals = _ops_grids(ops, layers, by_proc, r)
     elif len(profile.heatmap):
         source = "heatmap"
-        h = profile.heatmap.filter(profile.heatmap["proc"] >= 0)
-        row = h["proc"] // per_row
-        read = spread(row, h["start_s"], h["end_s"], h["read_bytes"], t0, bin_s, n_rows, n_bins)
-        write = spread(row, h["start_s"], h["end_s"], h["write_bytes"], t0, bin_s, n_rows, n_bins)
-        totals = {"read_bytes": float(read.sum()), "write_bytes": float(write.sum())}
-        norm = bin_s * np.bincount(np.arange(nprocs) // per_row, minlength=n_rows)[:, None]
-        read, write = read / norm, write / norm
+        read, write, totals = _heatmap_grids(profile, r)
     else:
         source = "counters"
-        starts = _log_starts(profile)
-        parts = {"read": ([], [], []), "write": ([], [], [])}
-        for mod, pre in (("POSIX", "POSIX"), ("STDIO", "STDIO"), ("MPI-IO", "MPIIO")):
-            t = profile.module(mod)
-            if t is None or f"{pre}_F_READ_START_TIMESTAMP" not in t:
-                continue
-            for direction, word in (("read", "READ"), ("write", "WRITE")):
-                s = t[f"{pre}_F_{word}_START_TIMESTAMP"]
-                e = t[f"{pre}_F_{word}_END_TIMESTAMP"]
-                ok = (e > 0) & (e >= s)
-                base = starts[t["log"][ok]]
-                procs = t["proc"][ok]
-                # a shared-file record (rank -1) stands for every process of its log
-                shared = procs < 0
-                if shared.any():
-                    logs = t["log"][ok][shared]
-                    pl = profile.processes
-                    for lg, ss, ee, bb in zip(logs.tolist(), s[ok][shared].tolist(), e[ok][shared].tolist(), base[shared].tolist()):
-                        members = pl["proc"][pl["log"] == lg]
-                        parts[direction][0].append(members)
-                        parts[direction][1].append(np.full(len(members), bb + ss))
-                        parts[direction][2].append(np.full(len(members), bb + ee))
-                parts[direction][0].append(procs[~shared])
-                parts[direction][1].append(base[~shared] + s[ok][~shared])
-                parts[direction][2].append(base[~shared] + e[ok][~shared])
-        grids = {}
-        for direction, (p, s, e) in parts.items():
-            if p:
-                p, s, e = np.concatenate(p), np.concatenate(s), np.concatenate(e)
-                # windows may overlap on one process (several files): clip the fraction at 1 below
-                grids[direction] = spread(p // per_row, s, e, e - s, t0, bin_s, n_rows, n_bins)
-            else:
-                grids[direction] = np.zeros((n_rows, n_bins))
-        read, write = grids["read"], grids["write"]
-        totals = {"read_window_s": float(read.sum()), "write_window_s": float(write.sum())}
-        norm = bin_s * np.bincount(np.arange(nprocs) // per_row, minlength=n_rows)[:, None]
-        read, write = np.minimum(read / norm, 1.0), np.minimum(write / norm, 1.0)
+        read, write, totals = _counter_grids(profile, r)
         if not (read.any() or write.any()):
             source = "none"
     # drop the round-off the difference arrays leave in empty cells
@@ -179,8 +115,103 @@ def io_timeline(profile: JobProfile, *, max_rows: int = MAX_ROWS, n_bins: int = 
     nz = (read > 0) | (write > 0)
     rows, bins = np.nonzero(nz)
     cells = Table({"row": rows.astype("i8"), "bin": bins.astype("i8"), "read": read[nz], "write": write[nz]})
-    return Timeline(cells=cells, source=source, unit=UNITS.get(source, ""), t0_s=t0, bin_s=bin_s, n_bins=n_bins,
+    return Timeline(cells=cells, source=source, unit=UNITS.get(source, ""), t0_s=t0, bin_s=r.bin_s, n_bins=n_bins,
                     n_rows=n_rows, procs_per_row=per_row, nprocs=nprocs, totals=totals)
+
+
+@dataclass(frozen=True)
+class _Raster:
+    """The grid: ``n_rows`` rows of ``per_row`` consecutive processes, ``n_bins`` bins of ``bin_s`` from ``t0``."""
+
+    t0: float
+    bin_s: float
+    n_rows: int
+    n_bins: int
+    per_row: int
+    nprocs: int
+
+    def norm(self) -> np.ndarray:
+        """Seconds each cell covers: the bin times the processes of its row (a column to divide by)."""
+        return self.bin_s * np.bincount(np.arange(self.nprocs) // self.per_row, minlength=self.n_rows)[:, None]
+
+
+def _ops_grids(ops, layers: list, by_proc: bool, r: _Raster) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Share of each cell spent inside read and write calls of one layer (POSIX first: an MPI-IO call and the POSIX
+    calls under it are the same time), summed over batches of operations: memory of the grid plus one batch."""
+    t0, bin_s, n_rows, n_bins, per_row = r.t0, r.bin_s, r.n_rows, r.n_bins, r.per_row
+    layer = OPS_MODULE["POSIX"] if OPS_MODULE["POSIX"] in layers else layers[0]
+    grids = {OP["read"]: GridSum(t0, bin_s, n_rows, n_bins), OP["write"]: GridSum(t0, bin_s, n_rows, n_bins)}
+    n_ops = 0
+    cols = ("op", "module", "proc", "start_s", "end_s")
+    parts = ((t, slice(None)) for _, t in table_batches(ops, cols)) if by_proc else \
+        ((ops, sl) for sl in chunks(len(ops)))
+    for tb, sl in parts:
+        op, mod, proc = tb["op"][sl], tb["module"][sl], tb["proc"][sl]
+        keep = (op <= OP["write"]) & (proc >= 0) & (mod == layer)
+        st, en = tb["start_s"][sl], tb["end_s"][sl]
+        for code, g in grids.items():
+            sel = keep & ((op == OP["read"]) if code == OP["read"] else (op != OP["read"]))
+            if sel.any():
+                s, e = st[sel], en[sel]
+                g.add(proc[sel] // per_row, s, e, np.maximum(e - s, 0.0))
+                n_ops += len(s)
+    read, write = grids[OP["read"]].result(), grids[OP["write"]].result()
+    totals = {"read_s": float(read.sum()), "write_s": float(write.sum()), "module": OPS_MODULES[layer], "ops": n_ops}
+    norm = r.norm()
+    return read / norm, write / norm, totals
+
+
+def _heatmap_grids(profile: JobProfile, r: _Raster) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Bytes per second of each cell from Darshan's heatmap module."""
+    h = profile.heatmap.filter(profile.heatmap["proc"] >= 0)
+    row = h["proc"] // r.per_row
+    read = spread(row, h["start_s"], h["end_s"], h["read_bytes"], r.t0, r.bin_s, r.n_rows, r.n_bins)
+    write = spread(row, h["start_s"], h["end_s"], h["write_bytes"], r.t0, r.bin_s, r.n_rows, r.n_bins)
+    totals = {"read_bytes": float(read.sum()), "write_bytes": float(write.sum())}
+    norm = r.norm()
+    return read / norm, write / norm, totals
+
+
+def _counter_grids(profile: JobProfile, r: _Raster) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Share of each cell inside a file's first-to-last read (write) window, from the counters' timestamps
+    (windows of several files on one process may overlap: clipped at 1)."""
+    starts = _log_starts(profile)
+    parts = {"read": ([], [], []), "write": ([], [], [])}
+    for mod, pre in (("POSIX", "POSIX"), ("STDIO", "STDIO"), ("MPI-IO", "MPIIO")):
+        t = profile.module(mod)
+        if t is None or f"{pre}_F_READ_START_TIMESTAMP" not in t:
+            continue
+        for direction, word in (("read", "READ"), ("write", "WRITE")):
+            s = t[f"{pre}_F_{word}_START_TIMESTAMP"]
+            e = t[f"{pre}_F_{word}_END_TIMESTAMP"]
+            ok = (e > 0) & (e >= s)
+            base = starts[t["log"][ok]]
+            procs = t["proc"][ok]
+            # a shared-file record (rank -1) stands for every process of its log
+            shared = procs < 0
+            if shared.any():
+                logs = t["log"][ok][shared]
+                pl = profile.processes
+                for lg, ss, ee, bb in zip(logs.tolist(), s[ok][shared].tolist(), e[ok][shared].tolist(), base[shared].tolist()):
+                    members = pl["proc"][pl["log"] == lg]
+                    parts[direction][0].append(members)
+                    parts[direction][1].append(np.full(len(members), bb + ss))
+                    parts[direction][2].append(np.full(len(members), bb + ee))
+            parts[direction][0].append(procs[~shared])
+            parts[direction][1].append(base[~shared] + s[ok][~shared])
+            parts[direction][2].append(base[~shared] + e[ok][~shared])
+    grids = {}
+    for direction, (p, s, e) in parts.items():
+        if p:
+            p, s, e = np.concatenate(p), np.concatenate(s), np.concatenate(e)
+            # windows may overlap on one process (several files): clip the fraction at 1 below
+            grids[direction] = spread(p // r.per_row, s, e, e - s, r.t0, r.bin_s, r.n_rows, r.n_bins)
+        else:
+            grids[direction] = np.zeros((r.n_rows, r.n_bins))
+    read, write = grids["read"], grids["write"]
+    totals = {"read_window_s": float(read.sum()), "write_window_s": float(write.sum())}
+    norm = r.norm()
+    return np.minimum(read / norm, 1.0), np.minimum(write / norm, 1.0), totals
 
 
 def _colour_scale(tl: Timeline, g: np.ndarray) -> tuple[float, float, bool, list[float], list[str]]:

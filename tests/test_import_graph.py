@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("jobs", ("iodiag.jobs",)),
     # table helpers the readers fill and everything after them reads, and path rules shared by readers/detectors
     ("analyzers.base", ("iodiag.analyzers$", "iodiag.analyzers.nputil", "iodiag.analyzers.batches",
-                        "iodiag.analyzers.zarrpath")),
+                        "iodiag.analyzers.zarrpath", "iodiag.analyzers.counters", "iodiag.analyzers.opgroups")),
     ("analyzers.readers", ("iodiag.analyzers.readers",)),
     # one JobProfile from a job folder, a log set or a target named on the command line
     ("analyzers.load", ("iodiag.analyzers.load", "iodiag.analyzers.log_loss", "iodiag.analyzers.job",

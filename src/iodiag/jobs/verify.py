@@ -242,6 +242,25 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
     base.update(cmd.env)
     before = list(cmd.argv)
     known = known_flags(cmd.workload) if cmd.workload else {}
+    _check_flags(cmd, job, args, known)
+    if overrides and not is_python(cmd):
+        raise UsageError(f"{', '.join(overrides)}: settings applied inside a Python program, and "
+                         f"{cmd.argv[0]} is not one",
+                         hint="give the changed command with --after '...' or an environment variable")
+    after_argv, changed = _after_argv(cmd, before, args, positional, after)
+    before, after_argv, scratch, notes = _scratch_copies(cmd, known, before, after_argv, after)
+    env_before, env_after, overrides = _run_envs(base, env, overrides, hints, changed, notes)
+    outs = _outputs_to_check(cmd, scratch, outputs, prepare, before, after_argv)
+    return VerifyPlan(job=job, before=before, after=after_argv, cwd=cmd.cwd, env_before=env_before,
+                      env_after=env_after, prepare=list(prepare), scratch=scratch,
+                      results_record=cmd.workload is not None and after is None, notes=notes, overrides=overrides,
+                      hints=hints, outputs=outs, changed=changed,
+                      direct=bool(args or env or positional or after is not None or hints or prepare))
+
+
+def _check_flags(cmd: WorkloadCommand, job: str, args: Mapping[str, Any], known: Mapping[str, Any]) -> None:
+    """Every flag to change is one the program takes: an iodiag workload's own (its PARAMS), else one on the
+    recorded command line (verify never runs the program to ask it)."""
     for flag in args:
         if not flag.startswith("--"):
             raise UsageError(f"setting {flag!r} is not a command-line flag", hint="flags start with --, e.g. --chunks")
@@ -256,33 +275,42 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
                              hint="give the changed command with --after '...', a positional value with --arg "
                                   "N=VALUE" + (", or an xarray/Dask setting (" + ", ".join(PRELOAD_SETTINGS) +
                                                ") that applies inside the program" if is_python(cmd) else ""))
-    if overrides and not is_python(cmd):
-        raise UsageError(f"{', '.join(overrides)}: settings applied inside a Python program, and "
-                         f"{cmd.argv[0]} is not one",
-                         hint="give the changed command with --after '...' or an environment variable")
+
+
+def _after_argv(cmd: WorkloadCommand, before: list[str], args: Mapping[str, Any], positional: Mapping[int, str],
+                after: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The changed command (the one given with --after, or the recorded one with the flags and argv[N] values
+    replaced) and what it changes, as words."""
     changed: list[str] = []
     if after is not None:
         after_argv = list(after)
         if not after_argv:
             raise UsageError("--after '': an empty command", hint="give the whole changed command")
         changed.append("the command given with --after")
-    else:
-        after_argv = list(before)
-        replaced = _replaced_flags(cmd.workload) if cmd.workload else {}
-        for flag, value in args.items():
-            for other in replaced.get(flag, ()):  # e.g. --chunk-mb 64 on a job recorded with --chunks 1,1,90,180
-                if other not in args:
-                    after_argv = _without_flag(after_argv, cmd.start, other)
-            after_argv = _with_flag(after_argv, cmd.start, flag, value)
-            changed.append(flag)
-        zero = max(cmd.start - 1, 0)  # where the program's own argv[0] is in the recorded command
-        for n, value in sorted(positional.items()):
-            if n < 1 or zero + n >= len(before):
-                raise UsageError(f"--arg {n}={value}: the program's arguments are argv[1]..argv[{len(before) - 1 - zero}]"
-                                 f" ({shlex.join(before[zero + 1:]) or 'none'})",
-                                 hint="argv[N] counts as the program sees it: argv[1] is its first argument")
-            after_argv[zero + n] = str(value)
-            changed.append(f"argv[{n}] {before[zero + n]!r} -> {value!r}")
+        return after_argv, changed
+    after_argv = list(before)
+    replaced = _replaced_flags(cmd.workload) if cmd.workload else {}
+    for flag, value in args.items():
+        for other in replaced.get(flag, ()):  # e.g. --chunk-mb 64 on a job recorded with --chunks 1,1,90,180
+            if other not in args:
+                after_argv = _without_flag(after_argv, cmd.start, other)
+        after_argv = _with_flag(after_argv, cmd.start, flag, value)
+        changed.append(flag)
+    zero = max(cmd.start - 1, 0)  # where the program's own argv[0] is in the recorded command
+    for n, value in sorted(positional.items()):
+        if n < 1 or zero + n >= len(before):
+            raise UsageError(f"--arg {n}={value}: the program's arguments are argv[1]..argv[{len(before) - 1 - zero}]"
+                             f" ({shlex.join(before[zero + 1:]) or 'none'})",
+                             hint="argv[N] counts as the program sees it: argv[1] is its first argument")
+        after_argv[zero + n] = str(value)
+        changed.append(f"argv[{n}] {before[zero + n]!r} -> {value!r}")
+    return after_argv, changed
+
+
+def _scratch_copies(cmd: WorkloadCommand, known: Mapping[str, Any], before: list[str], after_argv: list[str],
+                    after: Sequence[str] | None) -> tuple[list[str], list[str], list[Path], list[str]]:
+    """An iodiag workload's outputs redirected to scratch copies (before, after, the copies, notes saying so);
+    any other program re-runs as recorded."""
     scratch: list[Path] = []
     notes: list[str] = []
     if cmd.workload and after is None:
@@ -297,6 +325,13 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
                 notes.append(f"the runs write {flag} to scratch copies next to {orig} (removed afterwards)")
     else:
         notes.append("the runs re-execute the program as recorded: files it writes are rewritten by each run")
+    return before, after_argv, scratch, notes
+
+
+def _run_envs(base: Mapping[str, str], env: Mapping[str, str], overrides: dict[str, Any], hints: Mapping[str, str],
+              changed: list[str], notes: list[str]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+    """The before and after runs' environments (the after side's variables, preload settings and MPI-IO hints)
+    and the parsed preload settings; ``changed`` and ``notes`` grow with what they change."""
     env_after = {**base, **{k: str(v) for k, v in env.items()}}
     changed += [f"{k}={v}" for k, v in env.items()]
     env_before = dict(base)
@@ -316,6 +351,12 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
         notes.append("MPI-IO hints are given through ROMIO_HINTS (a hints file, ROMIO/MPICH/Open MPI's ROMIO) and "
                      "MPICH_MPIIO_HINTS (Cray MPICH); whether the MPI library took them is not observed "
                      "(MPICH_MPIIO_HINTS_DISPLAY=1 prints them on Cray)")
+    return env_before, env_after, overrides
+
+
+def _outputs_to_check(cmd: WorkloadCommand, scratch: list[Path], outputs: Sequence[str | Path],
+                      prepare: Sequence[str], before: list[str], after_argv: list[str]) -> list[Path]:
+    """Every path the verify or its runs are likely to write (check_outputs checks them before the first run)."""
     outs = list(scratch) + [Path(cmd.cwd, str(o)) for o in outputs]
     # the program's own outputs are its business, but an argument naming a path that does not exist yet is one it
     # is likely to create: its folder must be writable (checked now, not after the first runs)
@@ -329,11 +370,7 @@ def plan_verify(cmd: WorkloadCommand, *, job: str, args: Mapping[str, Any] | Non
         m = re.search(r"--dst\s+(\S+)", p)
         if m:
             outs.append(Path(cmd.cwd, m.group(1)))
-    return VerifyPlan(job=job, before=before, after=after_argv, cwd=cmd.cwd, env_before=env_before,
-                      env_after=env_after, prepare=list(prepare), scratch=scratch,
-                      results_record=cmd.workload is not None and after is None, notes=notes, overrides=overrides,
-                      hints=hints, outputs=outs, changed=changed,
-                      direct=bool(args or env or positional or after is not None or hints or prepare))
+    return outs
 
 
 def check_outputs(plan: VerifyPlan) -> None:

@@ -16,18 +16,14 @@ Rules the functions keep (tests/test_recommend_corpus.py checks them on every co
 - a change never contradicts another finding's (the chunking of a Dask job is grown, never split, when the tasks
   are too short).
 
-Gains: a rule predicts no speedup.  A change confined to the I/O calls (hints, striping, alignment, buffering,
-collective calls, fsync policy) gets a *bound*: it can remove at most the I/O on the critical path, so the run
-gets at most runtime / (runtime - that I/O) faster.  A change that also reshapes the work outside the I/O calls
-(chunks: task count, graph size, per-chunk compute; open once: the library's decoding of the header) has no
-bound the time model can vouch for: its gain is unknown until ``iodiag verify`` measures it, or the trained
-model predicts it with a validated band (recommend/calibration.py).
+Gains: how much a change can give is recommend/gains.py's (a bound for a change inside the I/O calls, else
+unknown until measured or predicted).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 from ..units import fmt_bytes, fmt_pct
 from ..analyzers.detectors.access import MISALIGNED, RANDOM_ACCESS, REDUNDANT_READ
@@ -42,96 +38,11 @@ from ..analyzers.detectors.sync import FSYNC_PER_WRITE
 from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
+from .gains import _nothing_to_gain, _with_gain, io_bound
+from .jobfacts import IO_ONLY, RESHAPES, Fix, FixContext, JobFacts, NoSetting, job_facts
 from .recommendation import Change, Recommendation
-
-# how a recommendation's gain can be known (Recommendation.gain)
-IO_ONLY = "io-only"  # the change acts inside the I/O calls only: the time model bounds its gain
-RESHAPES = "reshapes-work"  # the change also changes work outside the I/O calls: no bound
-
-
-@dataclass(frozen=True)
-class NoSetting:
-    """Why no setting of the program or its environment can remove a finding's cost."""
-
-    why: str
-
-
-@dataclass(frozen=True)
-class JobFacts:
-    """What a change must fit, from the job's own counters."""
-
-    layers: frozenset[str]  # "HDF5", "PnetCDF", "MPI-IO", "POSIX", "STDIO" (modules with records)
-    reads: bool  # the job read data (any layer)
-    writes: bool  # the job wrote data
-    nprocs: int
-    lustre: bool
-    python: bool
-    dask: bool
-    mpi: bool
-    arrays: tuple[Mapping[str, Any], ...]
-    runtime_s: float | None
-    io_wall_s: float
-    files: int = 0  # files with records
-
-    @property
-    def top(self) -> str:
-        """The top-most I/O layer the program calls."""
-        return next((x for x in ("HDF5", "PnetCDF", "MPI-IO", "STDIO", "POSIX") if x in self.layers), "POSIX")
-
-
-def job_facts(profile) -> JobFacts:
-    from ..analyzers.context import job_context
-    from ..analyzers.metrics import level_total
-    from ..analyzers.timemodel import time_model_of
-
-    have = lambda *mods: any(profile.module(m) is not None for m in mods)  # noqa: E731
-    layers = {name for name, mods in (("HDF5", ("H5F", "H5D")), ("PnetCDF", ("PNETCDF_FILE", "PNETCDF_VAR")),
-                                      ("MPI-IO", ("MPI-IO",)), ("STDIO", ("STDIO",)), ("POSIX", ("POSIX",)))
-              if have(*mods)}
-    ctx = job_context(profile)
-    tm = time_model_of(profile)
-    return JobFacts(layers=frozenset(layers), reads=float(level_total(profile, "bytes_read")) > 0,
-                    writes=float(level_total(profile, "bytes_written")) > 0, nprocs=int(profile.job.nprocs or 1),
-                    lustre=have("LUSTRE"), python=bool(ctx.python), dask=bool(ctx.dask), mpi=bool(ctx.mpi),
-                    arrays=tuple(profile.job.arrays or ()), runtime_s=profile.job.runtime_s, io_wall_s=tm.io_wall_s,
-                    files=int(len(profile.files)))
-
-
-@dataclass
-class FixContext:
-    """What a fix may need beyond its finding: the profile, the Config, the workload's parameters (None when the
-    job was not an iodiag workload) and the other findings (to stay consistent with them)."""
-
-    profile: Any
-    cfg: Config
-    params: Mapping[str, Any] | None
-    findings: Sequence[Finding] = field(default_factory=tuple)
-
-    def has(self, fid: str) -> Finding | None:
-        return next((g for g in self.findings if g.id == fid), None)
-
-
-Fix = Callable[[Finding, JobFacts, FixContext], "Recommendation | NoSetting | None"]
-
-
-# ------------------------------------------------------------------------------------------------ changes
-def hints_changes(layer: str | None, hints: Mapping[str, Any]) -> tuple[Change, ...]:
-    """MPI-IO hints as changes to paste: PnetCDF passes them through PNETCDF_HINTS; every other program gets a
-    ROMIO hints file (one ``key value`` a line) named by ``ROMIO_HINTS``, and the same hints for Cray MPICH in
-    ``MPICH_MPIIO_HINTS`` (``*:key=value:...``, all files).  No code change."""
-    if layer == "PnetCDF":
-        kv = ";".join(f"{k}={v}" for k, v in hints.items())
-        return (Change("env", f'export PNETCDF_HINTS="$PNETCDF_HINTS;{kv}"', "PNETCDF_HINTS", kv),)
-    lines = " ".join(f"'{k} {v}'" for k, v in hints.items())
-    cray = ":".join(f"{k}={v}" for k, v in hints.items() if ":" not in str(v))  # ':' separates Cray's hints
-    return (Change("shell", f"printf '%s\\n' {lines} >> romio-hints", "romio-hints", dict(hints)),
-            Change("env", "export ROMIO_HINTS=$PWD/romio-hints", "ROMIO_HINTS", "$PWD/romio-hints"),
-            Change("env", f"export MPICH_MPIIO_HINTS='*:{cray}'  # Cray MPICH", "MPICH_MPIIO_HINTS", f"*:{cray}"))
-
-
-def setstripe(folder: str, count: int, size: str = "4M") -> Change:
-    return Change("shell", f"lfs setstripe -c {count} -S {size} {folder}  # new files in it; existing ones keep "
-                           "their layout (copy them to restripe)", "lfs setstripe", {"count": count, "size": size})
+from .settings import (_alignment_rec, _chunks_from_files, _chunks_from_tasks, _python_buffering, _rmw_setting,
+                       _small_io_setting, _striping, hints_changes, setstripe)
 
 
 def _folder(path: str | None) -> str:
@@ -168,8 +79,6 @@ def _collective(f: Finding, j: JobFacts, rw: str, extra: Mapping[str, Any] | Non
 
 # ------------------------------------------------------------------------------------------------ per finding
 def _fix_task_overhead(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _chunks_from_tasks
-
     if f.facts.get("array"):
         return _chunks_from_tasks(f, c.cfg, c.params)
     mb = int(c.cfg.tasks.target_chunk_bytes // 2**20)
@@ -180,8 +89,6 @@ def _fix_task_overhead(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_many_small_files(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _chunks_from_files
-
     if f.facts.get("zarr_grids"):
         return _chunks_from_files(c.profile, f, c.params)
     n, after = int(f.facts.get("small_files", 0)), int(f.facts.get("files_after", 1))
@@ -309,8 +216,6 @@ def _fix_fsync_per_write(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_small_io(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _python_buffering, _small_io_setting
-
     if f.facts.get("stdio"):  # small fread/fwrite calls: the stream's own buffer, or the file whole
         return _stdio_small(f, j, c)
     if f.facts.get("python"):
@@ -433,8 +338,6 @@ def _fix_no_collective_io(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _striping
-
     ev, x = f.evidence, f.facts
     sc = ev.get("top_file_stripe_count")
     if x.get("top_file") and sc is not None and int(sc) < 8:
@@ -506,8 +409,6 @@ def _fix_partial_log(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_read_modify_write(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _rmw_setting
-
     rec = _rmw_setting(f)
     return rec if rec is not None else NoSetting(
         "the writes are collective and off Lustre no ROMIO hint turns off collective buffering's read of the holes; "
@@ -515,8 +416,6 @@ def _fix_read_modify_write(f: Finding, j: JobFacts, c: FixContext):
 
 
 def _fix_misaligned(f: Finding, j: JobFacts, c: FixContext):
-    from .rules import _alignment_rec
-
     return _alignment_rec(f)
 
 
@@ -558,53 +457,6 @@ FIXES: dict[str, Fix] = {
 }
 
 
-# ------------------------------------------------------------------------------------------------ gains
-def io_bound(j: JobFacts) -> float | None:
-    """The most a change confined to the I/O calls can gain: runtime / (runtime - I/O on the critical path)."""
-    rt = j.runtime_s
-    if not rt or rt <= 0:
-        return None
-    rest = max(rt - min(j.io_wall_s, rt), 0.01 * rt)
-    return round(rt / rest, 3)
-
-
-_FILE_COUNTS = ("files", "files_with_small_io", "shared_files")  # evidence keys that count a finding's files
-
-
-def _files_of(fs: Sequence[Finding]) -> set[str] | None:
-    """The files the findings are about, when each finding lists all of them (None when a list is cut short or
-    a finding names no file or does not say how many it has)."""
-    out: set[str] = set()
-    for f in fs:
-        n = next((int(f.evidence[k]) for k in _FILE_COUNTS if k in f.evidence), None)
-        if not f.files or n is None or n > len(f.files):
-            return None
-        out |= set(f.files)
-    return out
-
-
-def files_bound(profile, paths: set[str], j: JobFacts) -> float | None:
-    """The most a change to these files' I/O can gain: runtime / (runtime - the job seconds the busiest process
-    spends in I/O on them, all of it)."""
-    import numpy as np
-
-    from ..analyzers.metrics import metrics_of
-    from ..analyzers.nputil import unique
-    from ..analyzers.timemodel import wall_cost_of_files
-
-    rt = j.runtime_s
-    if not rt or rt <= 0:
-        return None
-    m = metrics_of(profile)
-    fid = profile.files["file_id"]
-    # by a set, not np.isin/np.unique on paths: those import numpy.ma (~10 ms) on every report's path
-    fids = unique(np.asarray([f for f, p in zip(fid.tolist(), profile.files["path"].tolist()) if p in paths],
-                             dtype=fid.dtype))
-    lv = m.level
-    t = lv["read_s"] + lv["write_s"] + lv["meta_s"]
-    per = np.array([float(t[lv["file_id"] == i].sum()) for i in fids])
-    io = wall_cost_of_files(profile, fids, per) if len(fids) else 0.0
-    return round(rt / max(rt - min(io, rt), 0.01 * rt), 3)
 
 
 def _current_same(rec: Recommendation, j: JobFacts, c: FixContext) -> bool:
@@ -669,15 +521,6 @@ def recommendations_for(profile, findings: Sequence[Finding], config: Config | N
     return [r for r in gained if not _nothing_to_gain(r, findings)] + why
 
 
-def _nothing_to_gain(r: Recommendation, findings: Sequence[Finding]) -> bool:
-    """A change whose true bound is under 1 % of the run, for findings of low or info severity only: listing it
-    would send a user to work for nothing (a medium+ finding keeps its change: the report must address it)."""
-    if r.gain != "bound" or r.speedup_high is None or r.speedup_high >= 1.01:
-        return False
-    sev = {f.id: f.severity for f in findings}
-    return all(sev.get(a) in ("low", "info") for a in r.addresses)
-
-
 # findings that a file re-opened for every step shows as well: its header and index are read again each time
 _REOPEN_SYMPTOMS = (REDUNDANT_READ.id, RANDOM_ACCESS.id, SMALL_IO.id, STDIO_HEAVY.id)
 
@@ -729,23 +572,3 @@ def _merge_into_open_once(recs: list[Recommendation], findings: Sequence[Finding
     return [merged] + [r for r in out if r is not once]
 
 
-def _with_gain(r: Recommendation, profile, j: JobFacts, bound: float | None,
-               findings: Sequence[Finding]) -> Recommendation:
-    """The gain as a rule can know it: a bound for a change inside the I/O calls — over the I/O of the files its
-    findings name when the change is code on those files and the findings list every file, else over all the I/O
-    on the critical path (a hint or variable applies to every file) — unknown for a change that reshapes work."""
-    if r.gain is None:
-        return replace(r, gain="none")
-    if r.gain != IO_ONLY or bound is None:
-        return replace(r, gain="unknown")
-    paths = None
-    if all(c.kind in ("snippet", "shell") for c in r.changes) and "lfs setstripe" not in {c.name for c in r.changes}:
-        paths = _files_of([f for f in findings if f.id in r.addresses])
-    hi = files_bound(profile, paths, j) if paths else bound
-    where = (f"the I/O on the {len(paths)} file(s) it concerns" if paths else
-             f"all {j.io_wall_s:.2f} s of I/O on the critical path")
-    return replace(r, gain="bound", speedup_low=1.0, speedup_high=hi,
-                   gain_over=(f"the I/O on the {len(paths)} file(s) it concerns" if paths else
-                              "all the I/O on the critical path"),
-                   notes=r.notes + (f"bound: the change acts inside the I/O calls; removing {where} from the "
-                                    f"{j.runtime_s:.2f} s run would make it {hi:.2f}x faster, so no more",))

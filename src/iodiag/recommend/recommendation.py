@@ -48,7 +48,7 @@ class Recommendation:
     # how the gain shown is known: "measured" (iodiag verify, with its band), "predicted" (the trained model, its
     # band shown only when validated on held-out measured pairs), "bound" (a true upper bound from the time
     # model: speedup_high), "unknown" (measure it: iodiag verify), "none" (not a speed-up: a measurement change).
-    # A rule sets recommend.fixes.IO_ONLY / RESHAPES here; recommend.fixes turns that into "bound" / "unknown".
+    # A rule sets recommend.jobfacts.IO_ONLY / RESHAPES here; recommend.gains turns that into "bound" / "unknown".
     gain: str | None = None
     # a bound's basis: what it assumes removed ("the I/O on the 3 files it concerns", "all the I/O on the
     # critical path" when the change applies to every file or its findings do not list all their files)

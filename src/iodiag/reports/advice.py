@@ -21,9 +21,8 @@ def gain_text(r: dict[str, Any]) -> str:
     band = f" ({lo:.1f}-{hi:.1f}x)" if lo is not None and hi is not None else ""
     if kind == "measured" and e is not None:
         return f"measured {e:.2f}x{band} by iodiag verify"
-    if kind == "predicted" and e is not None:
-        return (f"predicted {e:.1f}x{band}, band validated on measured runs" if band else
-                f"predicted {e:.1f}x (no validated band) — measure it: iodiag verify")
+    if kind == "predicted" and e is not None and band:  # without a validated band a point is no prediction
+        return f"predicted {e:.1f}x{band}, band validated on measured runs"
     if kind == "bound" and hi is not None:
         over = r.get("gain_over") or "all the I/O it acts on"
         return f"at most {hi:.2f}x (a bound: if {over} went away)" if hi < 10 else \

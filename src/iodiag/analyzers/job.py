@@ -162,6 +162,7 @@ def _exec_images(profile: JobProfile, folder: Path, recovered: list[dict]) -> No
         return
     paths = np.asarray([str(p) for p in pr["log_path"].tolist()], dtype=object)
     execd = np.fromiter((p in logs for p in paths), bool, len(paths))
+    pr = _one_image_per_pid(pr, execd)
     end = pr["end_s"].copy()
     for i in np.flatnonzero(execd & (pr["pid"] >= 0)):
         nxt = pr["start_s"][(pr["pid"] == pr["pid"][i]) & ~execd & (pr["start_s"] >= pr["start_s"][i])]
@@ -170,6 +171,24 @@ def _exec_images(profile: JobProfile, folder: Path, recovered: list[dict]) -> No
     profile.processes = pr.with_columns(end_s=end)
     if not any(i.kind == "no-end-time" for i in profile.issues_seen):
         profile.job.runtime_derived = False
+
+
+def _one_image_per_pid(pr, execd: np.ndarray):
+    """The process watch can tie two exec-replaced images of one program to one pid: a shell's forked child maps
+    what its parent mapped until it execs, and a poll may see it then.  Of such images the parent's started first
+    (a forked child's Darshan starts after the fork), so the pid stays with the earliest; the others become
+    unknown processes (-1) rather than a second image of the same process.  (A process that exec'd the same
+    program twice would be misread so; the watch cannot tell the two apart.)"""
+    pid = pr["pid"].copy()
+    exe = [str(x) for x in pr["exe"].tolist()] if "exe" in pr.columns else [""] * len(pid)
+    first: dict[tuple[int, str], int] = {}
+    for i in sorted(np.flatnonzero(execd & (pid >= 0)).tolist(), key=lambda k: float(pr["start_s"][k])):
+        key = (int(pid[i]), exe[i])
+        if key in first:
+            pid[i] = -1
+        else:
+            first[key] = i
+    return pr.with_columns(pid=pid) if (pid != pr["pid"]).any() else pr
 
 
 def load_job_record(record: "JobRecord | str | os.PathLike", *, config: Config | None = None) -> JobProfile:

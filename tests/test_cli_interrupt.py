@@ -4,64 +4,24 @@ line saying what was kept, no traceback (none from Dask's shutdown either); the 
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import sys
-import time
 
 import pytest
 
 from conftest import cli_env, run_cli
+from ptyrun import ANSI, run_on_pty
 from site_archive import CORPUS, build_archive
 
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"shared corpus not found at {CORPUS}")
 
 
-_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def _interrupt_on_pty(argv: list[str], env: dict[str, str], *, after: "re.Pattern[bytes]", timeout: float = 180.0) -> tuple[int, str]:
     """Run argv on a pseudo-terminal, type Ctrl-C once ``after`` matches its output, return (exit code, output)."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execvpe(argv[0], argv, env)
-    out, sent = b"", False
-    deadline = time.monotonic() + timeout
-    status = None
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                chunk = b""
-            out += chunk
-        if not sent and after.search(_ANSI.sub(b"", out)):
-            os.write(fd, b"\x03")  # the terminal turns it into SIGINT for the foreground process group
-            sent = True
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = st
-            break
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        raise AssertionError(f"timed out; output so far: {out[-3000:]!r}")
-    try:
-        while True:
-            r, _, _ = select.select([fd], [], [], 0.3)
-            if not r:
-                break
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            out += chunk
-    except OSError:
-        pass
-    os.close(fd)
-    assert sent, out[-3000:]
-    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+    # the terminal turns Ctrl-C into SIGINT for the foreground process group
+    code, out, sent = run_on_pty(argv, env, timeout=timeout, when=after, act=lambda fd: os.write(fd, b"\x03"))
+    assert sent is not None, out[-3000:]
+    return code, out
 
 
 def test_ctrl_c_on_site_ingest_keeps_what_it_read(tmp_path):
@@ -73,7 +33,7 @@ def test_ctrl_c_on_site_ingest_keeps_what_it_read(tmp_path):
                                     "--workers", "2"], env, after=re.compile(rb" [1-9][0-9]*/1500 "))
     assert code == 130, text[-3000:]
     assert "Traceback" not in text and "AssertionError" not in text and "Exception" not in text, text[-3000:]
-    lines = [ln for ln in _ANSI.sub(b"", text.encode()).decode().replace("\r", "\n").replace("^C", "").splitlines()
+    lines = [ln for ln in ANSI.sub(b"", text.encode()).decode().replace("\r", "\n").replace("^C", "").splitlines()
              if ln.startswith("iodiag")]
     assert len(lines) == 1 and lines[0].startswith("iodiag: interrupted:") and str(out) in lines[0], text[-3000:]
     assert "run the same command again" in lines[0]
@@ -118,7 +78,7 @@ def test_ctrl_c_on_sweep_run_keeps_the_runs_that_succeeded(tmp_path):
     argv = [sys.executable, "-m", "iodiag", "sweep", "run", str(spec), "--dir", str(sw)]
     # Ctrl-C once the first run is done and the second has started
     code, text = _interrupt_on_pty(argv, env, after=re.compile(rb"done .*exit 0.*\n.*start ", re.S))
-    plain = _ANSI.sub(b"", text.encode()).decode()
+    plain = ANSI.sub(b"", text.encode()).decode()
     assert code == 130, plain[-3000:]
     assert "Traceback" not in plain, plain[-3000:]
     lines = [ln for ln in plain.replace("\r", "\n").replace("^C", "").splitlines() if ln.startswith("iodiag")]

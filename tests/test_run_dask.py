@@ -8,6 +8,7 @@ iodiag captured.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -222,38 +223,17 @@ def _signal_on_pty(argv: list[str], env: dict[str, str], how: str, timeout: floa
     scheduler's kill does, ``how="group-sigterm"``).  -> (wait status as an exit code, output, seconds from the
     signal to the end)."""
     import os
-    import pty
-    import select
 
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execvpe(argv[0], argv, env)
-    out, sent, status = b"", None, None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            try:
-                out += os.read(fd, 4096)
-            except OSError:
-                pass
-        if sent is None and b"28" in out:
-            time.sleep(1.0)
-            sent = time.monotonic()
-            if how == "ctrl-c":
-                os.write(fd, b"\x03")
-            else:
-                os.killpg(os.tcgetpgrp(fd), signal.SIGTERM)
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = st
-            break
-    if status is None:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        raise AssertionError(f"timed out; output: {out.decode(errors='replace')[-3000:]}")
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), out.decode(errors="replace"), time.monotonic() - (sent or 0)
+    from ptyrun import run_on_pty
+
+    def act(fd: int) -> None:
+        if how == "ctrl-c":
+            os.write(fd, b"\x03")
+        else:
+            os.killpg(os.tcgetpgrp(fd), signal.SIGTERM)
+
+    code, out, sent = run_on_pty(argv, env, timeout=timeout, when=re.compile(b"28"), act=act, delay=1.0)
+    return code, out, time.monotonic() - (sent or 0)
 
 
 @pytest.mark.parametrize("how,sig", [("ctrl-c", signal.SIGINT), ("group-sigterm", signal.SIGTERM)])

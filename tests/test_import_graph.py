@@ -65,9 +65,6 @@ SKIPS: dict[str, tuple[str, ...]] = {
 
 # (importer, imported) -> why it is still there.  Each entry is a debt: remove it when the import goes.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("iodiag.recommend.train", "iodiag.jobs.sweep.collect"):
-        "training reads sweep folders with the sweep collector's private _load (jobs/sweep is another helper's "
-        "area in issue 29's round: give collect.py a public reader, then drop this)",
 }
 
 

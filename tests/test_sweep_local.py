@@ -111,3 +111,16 @@ def test_local_sweep_fail_resume_collect_analyze(tmp_path):
     assert (sweep / "compare.png").stat().st_size > 1000
     p = _cli("sweep", "analyze", str(sweep), "--axis", "api", "--compare-by", "nosuch", cwd=tmp_path)
     assert p.returncode == 2 and "nosuch" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+    # the recommender's training table reads the same folder through the sweep's public reader: the 4 succeeded
+    # read runs x 2 patterns, with the array's geometry from each run's own record (the prepare step is no run to
+    # train on); a folder that is no sweep is refused by name
+    from iodiag.errors import InputNotFound
+    from iodiag.recommend.train import table_from_sweeps
+
+    rows = table_from_sweeps([sweep])
+    assert len(rows) == 8 and {r["workload"] for r in rows} == {"read"}
+    assert {r["pattern"] for r in rows} == {"point", "slice"} and {r["shape"] for r in rows} == {"3x2x10x20"}
+    assert all(r["time_s"] > 0 for r in rows)
+    with pytest.raises(InputNotFound, match="no sweep.json"):
+        table_from_sweeps([data])

@@ -82,21 +82,14 @@ def _fs_type(path: str) -> str:
 def table_from_sweeps(sweep_dirs: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     """Rows of the training table from sweep folders (succeeded convert and read runs; others are skipped)."""
     from ..analyzers.readers.arrays import array_meta
-    from ..jobs.sweep.collect import _load
+    from ..jobs.sweep.collect import succeeded_runs
 
     rows: list[dict[str, Any]] = []
     for d in sweep_dirs:
         d = Path(d)
-        meta = _load(d / "sweep.json")
-        if meta is None:
-            raise InputNotFound(f"{d} is not a sweep folder (no sweep.json)",
-                                hint="give folders made by `iodiag sweep run` or `iodiag sweep submit`")
-        for name in meta.get("runs", []):
-            rdir = d / "runs" / name
-            if not (rdir / "SUCCESS").exists():
-                continue
-            run = _load(rdir / "run.json") or {}
-            rec = _load(rdir / "results.json")
+        meta, runs = succeeded_runs(d)
+        for name, rdir, run, rec in runs:
+            run = run or {}
             if not rec or rec.get("workload") not in ("convert", "read") or not rec.get("shape"):
                 continue
             shape = [int(s) for s in rec["shape"]]

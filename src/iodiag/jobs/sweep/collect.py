@@ -26,6 +26,22 @@ def _load(path: Path) -> dict | None:
                               hint="delete it and re-run that run") from None
 
 
+def succeeded_runs(sweep_dir: str | Path):
+    """The sweep's description and, for each run that succeeded, ``(name, run folder, run.json, results.json)``
+    (records missing as None), in the order the sweep lists them.  A folder without ``sweep.json`` is refused."""
+    d = Path(sweep_dir)
+    meta = _load(d / "sweep.json")
+    if meta is None:
+        raise InputNotFound(f"{d} is not a sweep folder (no sweep.json)",
+                            hint="give folders made by `iodiag sweep run` or `iodiag sweep submit`")
+    runs = []
+    for name in meta.get("runs", []):
+        rdir = d / "runs" / name
+        if (rdir / "SUCCESS").exists():
+            runs.append((name, rdir, _load(rdir / "run.json"), _load(rdir / "results.json")))
+    return meta, runs
+
+
 def _status(run_dir: Path) -> tuple[str, int | None]:
     if (run_dir / "SUCCESS").exists():
         return "succeeded", 0

@@ -168,7 +168,7 @@ _KIND_ADVICE = {
     "zarr-chunk": "is Zarr chunk files (an open, a temp file and a rename per chunk): use fewer, larger chunks "
                   "or Zarr v3 sharding (see many-small-files)",
     "netcdf-hdf5": "is NetCDF/HDF5 files being opened and queried: open each file once per process and reuse "
-                   "it; with xarray pass the opened Dataset to tasks instead of reopening per task",
+                   "it",
 }
 
 
@@ -178,11 +178,14 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
     advice = []
     for k in facts.get("kinds", ()):
         text = _KIND_ADVICE[k["kind"]].replace("{fs}", f"{k['fs'] or 'the file system'}")
-        advice.append(f"{fmt_pct(k['share'])} of the metadata time ({k['files']:,} files) {text}")
+        if k["kind"] == "netcdf-hdf5" and facts.get("python"):
+            text += "; with xarray pass the opened Dataset to tasks instead of reopening per task"
+        advice.append(f"{fmt_pct(k['share'])} of the metadata time ({k['files']:,} file{'' if k['files'] == 1 else 's'}) {text}")
     if facts.get("reopened"):
         r = facts["reopened"]
-        advice.append(f"{r['path']} is opened {r['opens']} times by process {r['process']}: open it once "
-                      f"per process and reuse the handle (xarray: open_dataset once and pass the Dataset to tasks)")
+        advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: open it once "
+                      f"per process and reuse the handle"
+                      + (" (xarray: open_dataset once and pass the Dataset to tasks)" if facts.get("python") else ""))
     if facts.get("opened_files") is not None:
         opened, data_ops = facts["opened_files"], facts["data_ops"]
         if opened * 10 <= opens:  # many opens of a few files: the files are not the problem
@@ -208,8 +211,13 @@ def _many_small_files(f: Finding, cfg: Config) -> str:
     if facts.get("zarr_grids"):
         return _zarr_advice(facts["zarr_grids"], facts["target_chunk_bytes"])
     n, k, after = facts["small_files"], facts["files_per_target"], facts["files_after"]
-    how = (f"pack them into fewer files (HDF5/NetCDF container, Zarr with sharding, or an archive) of up to "
-           f"{fmt_bytes(facts['target_file_bytes'])}, ~{k:,} of today's files each")
+    kinds = "HDF5/NetCDF container, Zarr with sharding, or an archive"
+    if after <= 1:  # all of them fit in one file of the target size: say so, not "~397,294 of today's files each"
+        how = (f"pack them into one file ({kinds}): all {fmt_bytes(float(ev['total_bytes']))} of them fit in one "
+               f"file of up to {fmt_bytes(facts['target_file_bytes'])}")
+    else:
+        how = (f"pack them into fewer files ({kinds}) of up to {fmt_bytes(facts['target_file_bytes'])}, "
+               f"~{min(k, n):,} of today's files each")
     return (f"{n:,} files averaging {fmt_bytes(ev['mean_file_bytes'])} (median {fmt_bytes(float(ev['median_file_bytes']))}), "
             f"most in {facts['top_directory']} ({int(ev['files_in_top_directory']):,}): {how}; expected files {n:,} -> {after:,} "
             f"(opens -{fmt_pct(1 - after / n)})")

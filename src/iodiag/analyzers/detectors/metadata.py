@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from pathlib import Path
+
 import numpy as np
 
 from ...config import Config
@@ -139,6 +141,10 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
             fs_name = max(set(fst.tolist()), key=fst.tolist().count) if len(fst) else ""
             facts["kinds"].insert(0, {"kind": kind, "share": k_s / meta_s, "files": int((kinds == kind).sum()),
                                       "fs": fs_name})
+    # a Python program (Dask tasks, Python imports among its files, or a python executable): the advice may name
+    # xarray's way of opening once; an MPI or C job gets the advice without it
+    exe = Path(str(profile.job.exe or "").split(" ", 1)[0]).name
+    facts["python"] = bool(len(profile.tasks) or (kinds == "python-import").any() or exe.startswith("python"))
     return [finding(cfg, profile, METADATA_STORM.id, "metadata storm: " + "; ".join(reasons),
                     **file_cost(profile, m.file_ids, meta_f, meta_span_rows(profile)), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),

@@ -1,0 +1,61 @@
+"""Advice speaks the program's language: an MPI job that re-opens a file is told to open it once and reuse the
+handle, without xarray's way of doing it; a Python program doing the same (recorded here for real) is also told
+xarray's way.  And a few hundred tiny files that all fit in one container are told to pack into one file, not
+"~397,294 of today's files each"."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import corpus_path, run_cli
+
+SCRIPT = '''import sys
+import netCDF4
+total = 0.0
+for t in range(150):
+    with netCDF4.Dataset(sys.argv[1]) as ds:  # re-opened for every time step
+        total += float(ds["ta"][t].mean())
+print(total)
+'''
+
+
+def _finding(rep, fid):
+    return next(f for f in rep["findings"] if f["id"] == fid)
+
+
+def test_an_mpi_job_is_not_told_about_xarray():
+    log = corpus_path("darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan")
+    r = run_cli("report", str(log), "--json")
+    rep = json.loads(r.stdout)
+    text = _finding(rep, "metadata-storm")["recommendation"]
+    assert "opened 14,689 times by process 0: open it once per process and reuse the handle" in text
+    assert "xarray" not in text and "Dataset" not in text
+
+
+def test_a_python_job_reopening_a_netcdf_file_is_told_the_xarray_way(tmp_path):
+    pytest.importorskip("netCDF4")
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    nc = tmp_path / "s.nc"
+    g = run_cli("workload", "gen", "--out", str(nc), "--time", "150", "--plev", "1", "--lat", "8", "--lon", "16",
+                env=env)
+    assert g.returncode == 0, g.stderr.decode()[-2000:]
+    (tmp_path / "steps.py").write_text(SCRIPT)
+    r = run_cli("run", "--collector", "embedded", "--no-dask-report", sys.executable, str(tmp_path / "steps.py"), str(nc),
+                env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    text = _finding(rep, "metadata-storm")["recommendation"]
+    assert "open it once per process and reuse the handle (xarray: open_dataset once" in text
+
+
+def test_tiny_files_that_fit_in_one_container_are_packed_into_one():
+    log = corpus_path("generated/smallio-metadata-heavy-default/"
+                      "0_python_id2108-2108_11-22-83104-15636950488690977536_1.darshan")
+    rep = json.loads(run_cli("report", str(log), "--json").stdout)
+    f = _finding(rep, "many-small-files")
+    assert f["evidence"]["small_files"] > 1000
+    assert "pack them into one file" in f["recommendation"] and "of today's files each" not in f["recommendation"]
+    assert "-> 1 (opens" in f["recommendation"]

@@ -54,6 +54,14 @@ def _pasted(text: str) -> list[tuple[str, list[str], str]]:
         line = lines[i]
         i += 1
         label = line[len(CHANGE_INDENT):].split(": ", 1)[0]
+        if line.startswith(CHANGE_INDENT) and line.endswith(":") and line.strip()[:-1] in labels:
+            # a code block: the label alone, then the code's lines under CHANGE_HANG, dedented as a paste does
+            shown = [line]
+            while i < len(lines) and (lines[i].startswith(CHANGE_HANG) or lines[i] == ""):
+                shown.append(lines[i])
+                i += 1
+            out.append((line.strip()[:-1], shown, "\n".join(x[len(CHANGE_HANG):] for x in shown[1:]).rstrip("\n")))
+            continue
         if not line.startswith(CHANGE_INDENT) or line[len(CHANGE_INDENT):len(CHANGE_INDENT) + 1] == " " \
                 or label not in labels:
             continue

@@ -79,7 +79,7 @@ def test_hdf5_job_keeps_h5pset_alignment():
     mis = found["misaligned"]
     a = mis.evidence["alignment_bytes"]
     assert f"H5Pset_alignment(fapl, {a}, {a})" in mis.recommendation
-    assert [c.text for c in recs["alignment"].changes] == [f"H5Pset_alignment(fapl, {a}, {a})"]
+    assert [c.text for c in recs["alignment"].changes] == [f"H5Pset_alignment(fapl, {a}, {a});"]
     assert "nc_var_align_size" not in mis.recommendation and "striping_unit" not in _texts(recs["alignment"])
 
 
@@ -90,7 +90,7 @@ def test_a_file_named_hdf5_is_hdf5_when_the_log_has_no_hdf5_module():
     mis = found["misaligned"]
     a = mis.evidence["alignment_bytes"]
     assert mis.files[0].endswith("vpicio.hdf5") and "by its name" in mis.recommendation
-    assert [c.text for c in recs["alignment"].changes] == [f"H5Pset_alignment(fapl, {a}, {a})"]
+    assert [c.text for c in recs["alignment"].changes] == [f"H5Pset_alignment(fapl, {a}, {a});"]
 
 
 def test_a_job_that_only_reads_an_hdf5_file_is_told_how_to_realign_a_copy():

@@ -178,18 +178,18 @@ def _alignment_changes(f: Finding) -> tuple[Change, ...]:
     a = int(f.evidence["alignment_bytes"])
     layer, _ = _interface(f)
     if layer == "HDF5":
-        return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"),) + (
+        return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a});"),) + (
             () if f.facts.get("written", True) or not f.files else (Change("shell", _h5repack(f, a)),))
     if layer == "PnetCDF":
         return (_pnetcdf_env(f"nc_var_align_size={a};nc_record_align_size={a}"),
-                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}"); '
+                Change("snippet", f'MPI_Info_set(info, "nc_var_align_size", "{a}");\n'
                                   f'MPI_Info_set(info, "nc_record_align_size", "{a}");'))
     if layer == "MPI-IO":
         return (Change("config", f"striping_unit={a}", "striping_unit", a),)
     if layer in ("POSIX", "STDIO"):
         return (Change("snippet", f"n = (n + {a - 1}) / {a} * {a};  /* each request's size (and offset) in whole "
                                   f"{fmt_bytes(a)} blocks */"),)
-    return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a})"), Change("config", f"striping_unit={a}", "striping_unit", a))
+    return (Change("snippet", f"H5Pset_alignment(fapl, {a}, {a});"), Change("config", f"striping_unit={a}", "striping_unit", a))
 
 
 def _mount_points(profile) -> set[str]:

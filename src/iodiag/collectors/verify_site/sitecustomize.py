@@ -440,8 +440,10 @@ _H5_OFF_KW = {"driver": None, "libver": None, "userblock_size": None, "swmr": Fa
 
 
 def _open_key(args, kwargs, lib):
-    """(real path, "w" for a writable handle / "r", options) of a cacheable open, ("", mode) of a path that
-    must not be served from the cache (a create or truncate), or None (not a plain open of a file by name)."""
+    """(real path, "w" / "r", options) of an open the kept handles can serve (a writable / a read-only one),
+    (real path, "", ()) of one that creates or truncates the file (the program's own open, after the kept
+    handle of that path is really closed), or None (the program's own open: not a plain open of a local file
+    by name, or an option the cache does not know)."""
     if len(args) > 2:
         return None
     name = args[0] if args else kwargs.get("filename" if lib == "netCDF4" else "name")
@@ -452,22 +454,19 @@ def _open_key(args, kwargs, lib):
         path = os.path.realpath(os.fsdecode(name))
     except Exception:  # noqa: BLE001
         return None
+    if mode not in ("r", "a", "r+"):  # "w", "x", "w-", share modes: never served from a kept handle
+        return (path, "", ())
+    if mode != "r" and not os.path.isfile(path):  # "a" creating the file: the program's own open
+        return (path, "", ())
+    if not os.path.isfile(path):  # a URL, a missing file: the library's own call (and its own error)
+        return None
     rest = {k: v for k, v in kwargs.items() if k not in ("filename", "name", "mode")}
-    if lib == "netCDF4":
-        off, keep = _NC_OFF_KW, _NC_KEEP_KW
-    else:
-        off, keep = _H5_OFF_KW, set()
+    off, keep = (_NC_OFF_KW, _NC_KEEP_KW) if lib == "netCDF4" else (_H5_OFF_KW, set())
     for k, v in rest.items():
-        if k in keep:
-            continue
-        if k not in off or v != off[k]:
-            return None  # an option the cache does not know: the program's own open
+        if k not in keep and (k not in off or v != off[k]):
+            return None  # an option the cache does not know (memory, diskless, parallel, a driver, ...)
     opts = tuple(sorted((k, repr(v)) for k, v in rest.items() if k in ("encoding", "keepweakref")))
-    if mode in ("a", "r+"):
-        return (path, "w", opts) if os.path.isfile(path) else (path, "", opts)
-    if mode == "r":
-        return (path, "r", opts)
-    return (path, "", opts)  # "w", "x", "w-", share modes: the program's own open, nothing cached
+    return (path, "r" if mode == "r" else "w", opts)
 
 
 def _patch_open_once(mod, lib, state):

@@ -85,6 +85,24 @@ with h5py.File(out, "r") as h5:
     print(isinstance(h5, h5py.File), h5["ta"].shape)
 '''
 
+XLIB = '''import sys
+import h5py
+import netCDF4
+out = sys.argv[1]
+with netCDF4.Dataset(out, "w") as nc:
+    nc.createDimension("t", None)
+    nc.createVariable("v", "f8", ("t",))
+for t in range(20):
+    with netCDF4.Dataset(out, "a") as nc:
+        nc["v"][t] = t
+with h5py.File(out, "r") as h5:  # the same file through another library (and its own HDF5)
+    print(type(h5).__name__, float(h5["v"][:].sum()))
+with netCDF4.Dataset(out, "a") as nc:
+    nc["v"][20] = 20
+with netCDF4.Dataset(out) as nc:
+    print(type(nc).__name__, nc["v"].shape, float(nc["v"][:].sum()))
+'''
+
 
 def _run(tmp_path: Path, script: str, args: list[str], settings: dict | None) -> tuple[str, list[dict]]:
     """Run ``script`` with the preload on PYTHONPATH (as verify's runs have it), the settings given or none;
@@ -151,6 +169,13 @@ def test_open_once_serves_h5py_reopens_and_read_loops(tmp_path):
     with h5py.File(tmp_path / "a.h5", "r") as a, h5py.File(tmp_path / "b.h5", "r") as b:
         assert np.array_equal(a["ta"][:], b["ta"][:])
     assert [r["value"] for r in recs if r.get("setting") == "open_once"] == ["b.h5: 41 opens -> 1"]
+    # a NetCDF file kept open by netCDF4, then opened by h5py: each library gets its own handle, the one the
+    # program closed is closed for real first (HDF5 would refuse a file another library holds open)
+    (tmp_path / "xlib.py").write_text(XLIB)
+    x0, _ = _run(tmp_path, "xlib.py", ["x0.nc"], None)
+    x1, recs = _run(tmp_path, "xlib.py", ["x1.nc"], {"open_once": True})
+    assert x0 == x1 == "File 190.0\nDataset (21,) 210.0\n"
+    assert [r["value"] for r in recs if r.get("setting") == "open_once"] == ["x1.nc: 22 opens -> 2"]
     # a read loop: each step's "r" open gets the kept handle back; the sums are the same
     (tmp_path / "append.py").write_text(APPEND)
     _run(tmp_path, "append.py", ["steps.nc", "30"], None)

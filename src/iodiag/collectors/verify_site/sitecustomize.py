@@ -380,6 +380,7 @@ class _KeptFiles:
         self.only = only
         self.handles = {}  # key -> handle, in opening order
         self.kept = {}  # id(handle) -> the library's own close
+        self.closed = set()  # id(handle) of kept handles the program has closed (and not opened again since)
         self.counts = {}  # (where, real path) -> [program opens, real opens]
         self.pid = os.getpid()
         self.exit_hook = False
@@ -387,12 +388,14 @@ class _KeptFiles:
     def wanted(self, path):
         return self.only is None or path in self.only
 
-    def close_real(self, key, orig_close):
+    def close_real(self, key):
         h = self.handles.pop(key, None)
         if h is not None:
-            self.kept.pop(id(h), None)
+            close = self.kept.pop(id(h), None)
+            self.closed.discard(id(h))
             try:
-                orig_close(h)
+                if close is not None:
+                    close(h)  # the library's own close
             except Exception as exc:  # noqa: BLE001
                 _record(event="error", error=f"open_once: closing {key[0]}: {exc!r}")
             _immortal(h)
@@ -455,9 +458,9 @@ def _open_key(args, kwargs, lib):
     except Exception:  # noqa: BLE001
         return None
     if mode not in ("r", "a", "r+"):  # "w", "x", "w-", share modes: never served from a kept handle
-        return (path, "", ())
+        return (path, "", (("lib", lib),))
     if mode != "r" and not os.path.isfile(path):  # "a" creating the file: the program's own open
-        return (path, "", ())
+        return (path, "", (("lib", lib),))
     if not os.path.isfile(path):  # a URL, a missing file: the library's own call (and its own error)
         return None
     rest = {k: v for k, v in kwargs.items() if k not in ("filename", "name", "mode")}
@@ -466,7 +469,7 @@ def _open_key(args, kwargs, lib):
         if k not in keep and (k not in off or v != off[k]):
             return None  # an option the cache does not know (memory, diskless, parallel, a driver, ...)
     opts = tuple(sorted((k, repr(v)) for k, v in rest.items() if k in ("encoding", "keepweakref")))
-    return (path, "r" if mode == "r" else "w", opts)
+    return (path, "r" if mode == "r" else "w", opts + (("lib", lib),))
 
 
 def _patch_open_once(mod, lib, state):
@@ -477,6 +480,7 @@ def _patch_open_once(mod, lib, state):
     where = f"{lib}.{attr}"
     flush = (lambda h: h.sync()) if lib == "netCDF4" else (lambda h: h.flush())
     orig_close = orig.close
+    mine = ("lib", lib)
 
     def defaults(h):  # a new netCDF4 handle's per-open settings, as the program would get them
         if lib != "netCDF4":
@@ -507,19 +511,26 @@ def _patch_open_once(mod, lib, state):
             same = [k for k in state.handles if k[0] == key[0]]
             if not key[1]:  # a create/truncate of a kept file: really close it first, then the program's open
                 for k in same:
-                    state.close_real(k, orig_close)
+                    state.close_real(k)
                 return orig(*args, **kwargs)
+            # the other library's kept handle of this file, closed by the program: closed for real now, as it
+            # was in the program as written (HDF5 locks a file open in another library); still in use: kept
+            for k in same:
+                if mine not in k[2] and id(state.handles[k]) in state.closed:
+                    state.close_real(k)
+            same = [k for k in same if mine in k[2]]
             hit = next((k for k in same if k[2] == key[2] and (k[1] == "w" or key[1] == "r")), None)
             count = state.counts.setdefault((where, key[0]), [0, 0])
             if hit is not None:
                 count[0] += 1
                 h = state.handles[hit]
+                state.closed.discard(id(h))
                 if count[0] == 2:
                     _record(event="open_once", where=where, path=key[0])
                 defaults(h)
                 return h
             for k in same:  # kept read-only, now opened for writing: the real close, then a writable handle
-                state.close_real(k, orig_close)
+                state.close_real(k)
             h = orig.__new__(cls, *args, **kwargs) if lib == "netCDF4" else orig.__new__(cls)
             try:
                 orig.__init__(h, *args, **kwargs)
@@ -544,6 +555,7 @@ def _patch_open_once(mod, lib, state):
     def close(self):
         if id(self) in state.kept and os.getpid() == state.pid:
             flush(self)  # the program's close: written data reaches the file; the handle stays open
+            state.closed.add(id(self))
             return None
         return orig_close(self)
 

@@ -346,6 +346,7 @@ def test_a_netcdf_file_reopened_to_append_gets_an_append_loop_and_one_reopened_t
         compile(codes[name], f"<{name} snippet>", "exec")
     path = str(tmp_path / "steps.nc")
     assert codes["append"].startswith(f'nc = netCDF4.Dataset("{path}", "a")  # once, before the loop\n')
-    assert "for t, step in enumerate(steps):" in codes["append"] and codes["append"].endswith("nc.close()  # once, after the loop")
+    assert "for t, step in enumerate(steps):" in codes["append"]
+    assert codes["append"].endswith("nc.close()  # once, after the loop")
     assert codes["read"].startswith(f'ds = xr.open_dataset("{path}")  # once, before the loop\n')
     assert "\"a\"" not in codes["read"] and "close()" not in codes["read"]

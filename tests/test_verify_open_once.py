@@ -20,8 +20,8 @@ from iodiag.errors import UsageError
 PY = sys.executable
 SITE = Path(__file__).resolve().parents[1] / "src" / "iodiag" / "collectors" / "verify_site"
 
-APPEND = '''"""append.py OUT N [RESTART]: create OUT (time unlimited), then re-open it for each of N steps to append one;
-with RESTART, re-create OUT ("w", truncating it) half-way and go on."""
+APPEND = '''"""append.py OUT N [RESTART]: create OUT (time unlimited), then re-open it for each of N steps to
+append one; with RESTART, re-create OUT ("w", truncating it) half-way and go on."""
 import json
 import os
 import sys

@@ -70,6 +70,15 @@ for t in range(int(sys.argv[2])):
 print(total)
 '''
 
+XREAD = '''import sys
+import xarray as xr
+total = 0.0
+for t in range(int(sys.argv[2])):
+    with xr.open_dataset(sys.argv[1], engine="netcdf4") as ds:  # xarray opens it through netCDF4.Dataset
+        total += float(ds["ta"][t].mean())
+print(total)
+'''
+
 H5 = '''import sys
 import h5py
 import numpy as np
@@ -184,6 +193,13 @@ def test_open_once_serves_h5py_reopens_and_read_loops(tmp_path):
     r1, recs = _run(tmp_path, "read.py", ["steps.nc", "30"], {"open_once": "steps.nc"})
     assert r0 == r1
     assert [r["value"] for r in recs if r.get("setting") == "open_once"] == ["steps.nc: 30 opens -> 1"]
+    # the same loop through xarray (its netCDF4 backend checks isinstance(..., netCDF4.Dataset))
+    pytest.importorskip("xarray")
+    (tmp_path / "xread.py").write_text(XREAD)
+    r2, recs = _run(tmp_path, "xread.py", ["steps.nc", "10"], {"open_once": "steps.nc"})
+    r3, _ = _run(tmp_path, "xread.py", ["steps.nc", "10"], None)
+    assert r2 == r3
+    assert [r["value"] for r in recs if r.get("setting") == "open_once"] == ["steps.nc: 10 opens -> 1"]
 
 
 def _record_embedded(tmp_path: Path, argv: list[str], name: str):

@@ -319,3 +319,42 @@ def test_code_keeps_newlines_and_indentation_only_other_control_characters_go():
     assert _html_snippets(page) == [code.replace("\x1b", "?")]
     assert clean_code(code).count("\n") == 3 and "\t" in clean_code(code)
     assert json.loads(json.dumps(code)) == code
+
+
+def test_a_netcdf_file_reopened_to_append_gets_an_append_loop_and_one_reopened_to_read_a_read_loop(tmp_path):
+    """Two user scripts re-open one NetCDF file for every time step, one to append a step (write), one to read
+    a step, recorded with the embedded collector: both are told to open it once, the writer as an append loop
+    (open for appending before the loop, write each step, close after), the reader as a read loop; each snippet
+    reads back the same from the terminal, ``iodiag recommend`` and the HTML page, and compiles."""
+    pytest.importorskip("netCDF4")
+    import sys
+
+    from conftest import require_embedded
+    from iodiag.jobs.run import RunOptions, run_job
+    from iodiag.reports.html import render_html
+    from iodiag.service import load_target
+    from test_verify_open_once import APPEND, READ
+
+    require_embedded()
+    (tmp_path / "append.py").write_text(APPEND)
+    (tmp_path / "read.py").write_text(READ)
+    codes = {}
+    for name, argv in (("append", ["append.py", "steps.nc", "200"]), ("read", ["read.py", "steps.nc", "200"])):
+        res = run_job(RunOptions(command=[sys.executable, *argv], collector="embedded", dask=False, name=name,
+                                 store=str(tmp_path / "store")), cwd=str(tmp_path))
+        assert res.outcome.exit_code == 0
+        prof = load_target(target=str(res.record.path), config=Config()).profile
+        findings, rep = diagnose_report(profile=prof, config=Config())
+        rep = json.loads(render_json(rep))
+        top = next(r for r in rep["recommendations"] if r.get("abstain") is None)
+        assert top["id"] == "open-once" and top["settings"]["open_once"] == str(tmp_path / "steps.nc"), top
+        (codes[name],) = [c["text"] for c in top["changes"]]
+        assert codes[name] in _same_everywhere(rep["recommendations"], render_html(prof, findings, report=rep))
+        assert _is_python(codes[name])
+        compile(codes[name], f"<{name} snippet>", "exec")
+    path = str(tmp_path / "steps.nc")
+    assert codes["append"].startswith(f'nc = netCDF4.Dataset("{path}", "a")  # once, before the loop\n')
+    assert "for t, step in enumerate(steps):" in codes["append"]
+    assert codes["append"].endswith("nc.close()  # once, after the loop")
+    assert codes["read"].startswith(f'ds = xr.open_dataset("{path}")  # once, before the loop\n')
+    assert "\"a\"" not in codes["read"] and "close()" not in codes["read"]

@@ -186,7 +186,7 @@ def _applicable(rec, cmd, arrays=None) -> dict[str, Any] | None:
     shows, environment variables, MPI-IO hints, a rechunked or rewritten copy of the store (prepared once) the
     program is pointed at, and the xarray/Dask settings the preload applies inside a Python program.  ``arrays``:
     the job's Zarr arrays (``profile.job.arrays``).  None when nothing applies."""
-    from .jobs.verify import PRELOAD_SETTINGS, known_flags, is_python
+    from .jobs.verify import ARRAY_FILE, PRELOAD_SETTINGS, known_flags, is_python
 
     takes = (lambda f: f in known_flags(cmd.workload)) if cmd.workload else (lambda f: f[2:].replace("-", "_") in cmd.params)
     args = {c.name: c.value for c in rec.changes if c.kind == "arg" and takes(c.name)}
@@ -214,7 +214,12 @@ def _applicable(rec, cmd, arrays=None) -> dict[str, Any] | None:
     # a store's layout (the rules' "layout", the tree's read advice with its chunk_layout) is a rewrite of the
     # store, not Dask chunks at open: only a prepared copy applies it (above)
     if py and rec.id != "layout" and "chunk_layout" not in rec.settings:
-        overrides.update({k: rec.settings[k] for k in PRELOAD_SETTINGS if k in rec.settings and k not in covered})
+        overrides.update({k: rec.settings[k] for k in PRELOAD_SETTINGS
+                          if k in rec.settings and k not in covered and k != "open_once"})
+    once = rec.settings.get("open_once")
+    if py and isinstance(once, str) and ARRAY_FILE.search(once):
+        # a NetCDF/HDF5 file the Python program opens again: the preload keeps its netCDF4/h5py handle open
+        overrides["open_once"] = once
     if not (args or env or hints or prepare or overrides):
         return None
     return {"args": args, "env": env, "hints": hints, "prepare": prepare, "overrides": overrides}

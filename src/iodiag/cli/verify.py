@@ -20,7 +20,8 @@ VERIFY_HELP = (
     "collector).  The program is run for the timed runs and for nothing else, and is not edited: flags are "
     "changed only where the recorded command line shows them; xarray/Dask settings (chunks, workers, threads, "
     "compressor, zarr_format) are applied inside a Python program by a preload at open_dataset/open_zarr/"
-    "Dataset.chunk/to_zarr/LocalCluster, and the output lists where each one took effect (one that never did is "
+    "Dataset.chunk/to_zarr/LocalCluster, and open_once keeps a NetCDF/HDF5 file the program opens again open "
+    "(netCDF4.Dataset, h5py.File); the output lists where each one took effect (one that never did is "
     "'not applied', with no speedup); MPI-IO hints go through ROMIO_HINTS and MPICH_MPIIO_HINTS.  A "
     "recommendation that changes the data layout (rechunking a store the job reads) is prepared once first, "
     "timed separately, and the program is pointed at the copy.  Every output path is checked before the first "
@@ -30,6 +31,7 @@ VERIFY_HELP = (
     "  iodiag verify last --reps 7 --json > verify.json\n\n"
     "  iodiag verify conv --set chunks=24,10,90,180 --html verify.html\n\n"
     "  iodiag verify conv --set chunks=time=24 --set workers=1\n\n"
+    "  iodiag verify append --set open_once=1\n\n"
     "  iodiag verify conv --arg 3=24\n\n"
     "  iodiag verify conv --after 'python convert.py in.nc out.zarr 24'\n\n"
     "  iodiag verify conv --set OMP_NUM_THREADS=2"
@@ -40,7 +42,7 @@ VERIFY_HELP = (
 def verify_cmd(
     job: str = typer.Argument(..., help="iodiag job folder, job id, unique prefix, name or 'last'."),
     reps: int = typer.Option(5, "--reps", help="Runs per side (before and after), interleaved."),
-    sets: List[str] = typer.Option([], "--set", help="Verify this setting instead of the recommendation: name=value (a flag on the recorded command line; else, in a Python program, chunks/workers/threads/compressor/zarr_format applied by the preload) or NAME=value (an environment variable); repeatable."),
+    sets: List[str] = typer.Option([], "--set", help="Verify this setting instead of the recommendation: name=value (a flag on the recorded command line; else, in a Python program, chunks/workers/threads/compressor/zarr_format/open_once applied by the preload) or NAME=value (an environment variable); repeatable."),
     args: List[str] = typer.Option([], "--arg", help="N=VALUE: replace the program's argv[N] (argv[1] is its first argument); repeatable."),
     after: Optional[str] = typer.Option(None, "--after", help="The whole changed command (quoted), run in the job's folder instead of the recorded one with changes."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (schema iodiag.verify/1)."),

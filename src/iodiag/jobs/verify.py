@@ -45,12 +45,14 @@ OUTPUT_PARAMS = ("dst", "out")  # iodiag workload parameters naming what the run
 SITE_DIR = Path(__file__).resolve().parents[1] / "collectors" / "verify_site"  # its sitecustomize.py: the preload
 OVERRIDES_VAR, RECORD_VAR = "IODIAG_VERIFY_OVERRIDES", "IODIAG_VERIFY_RECORD"
 # settings the preload applies inside a Python program (see collectors/verify_site/sitecustomize.py)
-PRELOAD_SETTINGS = ("chunks", "workers", "threads", "compressor", "zarr_format")
+PRELOAD_SETTINGS = ("chunks", "workers", "threads", "compressor", "zarr_format", "open_once")
 PRELOAD_WHERE = {"chunks": "xarray open_dataset/open_mfdataset (with chunks)/open_zarr, Dataset.chunk, to_zarr",
                  "workers": "distributed.LocalCluster (Client() without an address)",
                  "threads": "distributed.LocalCluster (Client() without an address)",
                  "compressor": "Dataset.to_zarr", "zarr_format": "Dataset.to_zarr",
-                 "paths": "xarray open_dataset/open_mfdataset/open_zarr"}
+                 "paths": "xarray open_dataset/open_mfdataset/open_zarr",
+                 "open_once": "netCDF4.Dataset / h5py.File opened again (r, a, r+)"}
+ARRAY_FILE = re.compile(r"\.(nc|nc4|cdf|netcdf|h5|hdf5|he5|hdf)$", re.I)  # files open_once keeps open (netCDF4/h5py)
 _DROP_ENV = re.compile(r"^(DARSHAN_\w+|DXT_\w+|IODIAG_\w+|LD_PRELOAD|DASK_DISTRIBUTED__CLIENT__PRELOAD|"
                        r"DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__\w+)$")
 _DATA_PATH = re.compile(r"(/|\.(zarr|nc|nc4|h5|hdf5|he5|grib2?|bin|dat|out|csv|json|txt|html|png|npy|npz|parquet))$",
@@ -179,11 +181,20 @@ def is_python(cmd: WorkloadCommand) -> bool:
 
 def parse_value(name: str, text: Any) -> Any:
     """A preload setting's value from its text: ``chunks`` ``24,10,90,180`` (a list, matched to the dims in the
-    program) or ``time=24,plev=10`` (a mapping); ``workers``/``threads``/``zarr_format`` integers."""
+    program) or ``time=24,plev=10`` (a mapping); ``workers``/``threads``/``zarr_format`` integers; ``open_once``
+    ``1`` (every file the program opens again through netCDF4/h5py) or a file's path (that file only)."""
     if not isinstance(text, str):
         if name == "chunks" and isinstance(text, (list, tuple)):
             return [int(x) for x in text]
         return text
+    if name == "open_once":
+        t = text.strip()
+        if t.lower() in ("1", "true", "yes", "on"):
+            return True
+        if not t or t.lower() in ("0", "false", "no", "off"):
+            raise UsageError(f"open_once={text}: nothing to apply",
+                             hint="open_once=1 (every NetCDF/HDF5 file opened again) or open_once=PATH (that file)")
+        return t
     t = text.strip().strip("()[]{}")
     try:
         if name == "chunks":
@@ -536,6 +547,16 @@ def applied_overrides(runs: VerifyRuns) -> tuple[list[dict[str, Any]], list[str]
             e = seen.setdefault(key, {"setting": r["setting"], "where": r.get("where"), "value": r.get("value"),
                                       "asked": r.get("asked"), "runs": set()})
             e["runs"].add(i)
+        # open_once's counts are written at exit: a run that ended without exit handlers (os._exit) only left
+        # the event of its first re-open
+        if not any(r.get("setting") == "open_once" for r in recs):
+            for r in recs:
+                if r.get("event") == "open_once":
+                    e = seen.setdefault(("open_once", r.get("where", "?")), {
+                        "setting": "open_once", "where": r.get("where"), "asked": None, "runs": set(),
+                        "value": f"{os.path.basename(str(r.get('path')))} kept open (the counts were not recorded: "
+                                 "the program ended without running its exit handlers)"})
+                    e["runs"].add(i)
     fired = [{**e, "runs": len(e["runs"])} for e in seen.values()]
     missing = [k for k in want if not any(f["setting"] == k for f in fired)]
     notes = []

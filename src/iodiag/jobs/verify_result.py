@@ -38,6 +38,10 @@ def verify_result(runs, *, recommendation=None, sets: Sequence[str] = (), chosen
     if chosen:
         notes.insert(0, chosen)
     notes += preload_notes
+    if any(f["setting"] == "open_once" for f in fired):
+        notes.append("open_once: the program's close() of a kept file only flushed it (netCDF4 sync, h5py flush) and "
+                     "the real close came at exit, so the file holds what the program wrote; between its steps the "
+                     "file stayed open (and HDF5-locked), as it would once the program opens it once")
     for m in missing:
         notes.append(f"not applied: {m} — the program never reached a call where it applies "
                      f"({_where(m)}); no speedup is reported for it")

@@ -164,6 +164,20 @@ def _stat_seek_rec(f: Finding, j: JobFacts) -> Recommendation:
                           changes=tuple(Change("snippet", s) for s in code))
 
 
+def _file_written(profile, path: str) -> bool:
+    """Whether the job writes ``path`` at its re-opens: write calls at least half as many as its opens (a file
+    written once, then re-opened to read it step by step, is a read loop)."""
+    import numpy as np
+
+    from ..analyzers.metrics import metrics_of
+
+    m = metrics_of(profile)
+    hit = np.isin(m.file_ids, profile.files["file_id"][profile.files["path"] == path])
+    fs = m.file_stats
+    writes, opens = float(fs["writes"][hit].sum()), float(fs["opens"][hit].sum())
+    return writes > 0 and writes * 2 >= opens
+
+
 def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recommendation:
     if path and profile is not None:  # the layers that file itself was opened through
         from ..analyzers.detectors.layers import file_layers
@@ -176,8 +190,23 @@ def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recom
     title = (f"Open {name} once instead of {opens:,} times" if path else
              f"Open each file once per process ({opens:,} opens of {j.files:,} file(s))")
     netcdf = name.endswith((".nc", ".nc4", ".cdf")) or "PnetCDF" in j.layers
-    array = netcdf or name.endswith((".h5", ".hdf5", ".he5", ".grib", ".grb2"))
-    if j.python and array:
+    hdf5 = name.lower().endswith((".h5", ".hdf5", ".he5"))
+    array = netcdf or hdf5 or name.endswith((".grib", ".grb2"))
+    written = _file_written(profile, path) if path and profile is not None else j.writes
+    if j.python and array and written and (netcdf or hdf5):
+        # the file is re-opened to write (append) each step: open it once for appending, close it after the loop
+        if hdf5 and not netcdf:
+            code = (f'h5 = h5py.File("{p}", "a")  # once, before the loop\n'
+                    'for t, step in enumerate(steps):\n'
+                    '    h5["var"][t] = step  # write step t (resize an unlimited dataset first)\n'
+                    'h5.close()  # once, after the loop')
+        else:
+            code = (f'nc = netCDF4.Dataset("{p}", "a")  # once, before the loop\n'
+                    'for t, step in enumerate(steps):\n'
+                    '    nc["var"][t] = step  # write step t\n'
+                    '    nc.sync()  # only if readers need each step on disk at once\n'
+                    'nc.close()  # once, after the loop')
+    elif j.python and array:
         code = (f'ds = xr.open_dataset("{p}")  # once, before the loop\n'
                 'for t in range(ds.sizes["time"]):\n    step = ds.isel(time=t).load()')
     elif j.python:

@@ -44,6 +44,9 @@ def render_verify_text(d: dict[str, Any], *, width: int = 100) -> str:
         say(f"changed: {c}")
     for a in d.get("applied") or []:
         asked = "" if a.get("asked") is None else f" (the program asked {a['asked']})"
+        if a["setting"] == "open_once":  # the value says what was kept open: "steps.nc: 1,000 opens -> 1"
+            say(f"applied: open_once at {a['where']} ({a['value']}), in {a['runs']} of {d['reps']} after runs")
+            continue
         say(f"applied: {a['setting']} = {a['value']} at {a['where']}{asked}, in {a['runs']} of {d['reps']} after runs")
     for m in d.get("not_applied") or []:
         say(f"not applied: {m}", style="bold")

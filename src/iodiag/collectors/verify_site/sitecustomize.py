@@ -10,7 +10,12 @@ and patches, in the program's own interpreter:
   ``chunks``; ``paths`` redirects a store or file the program opens to another (a rechunked copy);
 - ``xarray.Dataset.chunk`` / ``DataArray.chunk`` (and ``open_dataarray`` as ``open_dataset``): ``chunks``;
 - ``xarray.Dataset.to_zarr``: ``chunks`` (the Zarr chunks it writes), ``compressor``, ``zarr_format``;
-- ``distributed.LocalCluster`` (which ``Client()`` makes when given no address): ``workers``, ``threads``.
+- ``distributed.LocalCluster`` (which ``Client()`` makes when given no address): ``workers``, ``threads``;
+- ``netCDF4.Dataset`` / ``h5py.File``: ``open_once`` (a path, a list of paths, or true for every file): a file
+  the program opens again (modes "r", "a", "r+") gets back the handle of its first open, whose ``close()`` only
+  syncs/flushes it; the real close is at exit, in opening order.  A create or truncate ("w", "x", ...) of a kept
+  file really closes it first and is the library's own call; so is an open with options the cache does not know
+  (memory, diskless, parallel, drivers, ...).  ``isinstance(h, netCDF4.Dataset)`` keeps working.
 
 ``chunks`` is ``{"dim": n, ...}`` (merged into what the program asked for) or a list (one length per dimension,
 matched to the dimensions of the dataset's variables of that rank).  Every override that takes effect is
@@ -33,6 +38,7 @@ RECORD_VAR = "IODIAG_VERIFY_RECORD"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
 _lock = threading.Lock()
+_open_lock = threading.RLock()  # the kept files (open_once); _record takes _lock
 
 
 def _chain():
@@ -364,6 +370,202 @@ def _patch_distributed(distributed, s):
     _record(event="patched", module="distributed")
 
 
+# ------------------------------------------------------------------------------------------------ open once
+class _KeptFiles:
+    """Files kept open for the program (``open_once``): one handle per (path, writable, options), returned again
+    by every later open of that path; the program's ``close()`` only flushes it; the real close is at exit, in
+    the order the files were first opened.  ``only``: the real paths to keep (None: every file)."""
+
+    def __init__(self, only):
+        self.only = only
+        self.handles = {}  # key -> handle, in opening order
+        self.kept = {}  # id(handle) -> the library's own close
+        self.closed = set()  # id(handle) of kept handles the program has closed (and not opened again since)
+        self.counts = {}  # (where, real path) -> [program opens, real opens]
+        self.pid = os.getpid()
+        self.exit_hook = False
+
+    def wanted(self, path):
+        return self.only is None or path in self.only
+
+    def close_real(self, key):
+        h = self.handles.pop(key, None)
+        if h is not None:
+            close = self.kept.pop(id(h), None)
+            self.closed.discard(id(h))
+            try:
+                if close is not None:
+                    close(h)  # the library's own close
+            except Exception as exc:  # noqa: BLE001
+                _record(event="error", error=f"open_once: closing {key[0]}: {exc!r}")
+            _immortal(h)
+
+    def at_exit(self):
+        if os.getpid() != self.pid:  # a forked child: the handles are its parent's to close
+            return
+        with _open_lock:
+            items = list(self.handles.items())
+            self.handles.clear()
+        for key, h in items:
+            close = self.kept.pop(id(h), None)
+            try:
+                if close is not None:
+                    close(h)  # the library's own close, in opening order
+            except Exception as exc:  # noqa: BLE001
+                _record(event="error", error=f"open_once: closing {key[0]} at exit: {exc!r}")
+            _immortal(h)
+        by_where = {}
+        for (where, path), (opens, real) in self.counts.items():
+            if opens > real:
+                by_where.setdefault(where, []).append((path, opens, real))
+        for where, rows in by_where.items():
+            text = "; ".join(f"{os.path.basename(p)}: {o:,} opens -> {r}" for p, o, r in rows)
+            _record(setting="open_once", where=where, value=text, asked=None,
+                    files=[{"path": p, "opens": o, "real_opens": r} for p, o, r in rows])
+
+
+def _immortal(h):
+    """Never free a closed kept handle: netCDF4's ``__dealloc__`` of a Python subclass's instance fails noisily
+    once the interpreter is finalizing (``Exception ignored ... AttributeError``); a closed handle is a few bytes."""
+    try:
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(h))
+    except Exception:  # noqa: BLE001 - not CPython: the message at exit is all it costs
+        pass
+
+
+_NC_KEEP_KW = {"mode", "filename", "format", "clobber", "encoding", "keepweakref"}
+_NC_OFF_KW = {"diskless": False, "persist": False, "memory": None, "parallel": False, "comm": None, "info": None}
+_H5_OFF_KW = {"driver": None, "libver": None, "userblock_size": None, "swmr": False, "fs_strategy": None,
+              "fs_persist": False, "fs_page_size": None, "page_buf_size": None, "min_meta_keep": 0,
+              "min_raw_keep": 0, "alignment_threshold": 1, "alignment_interval": 1, "meta_block_size": None}
+
+
+def _open_key(args, kwargs, lib):
+    """(real path, "w" / "r", options) of an open the kept handles can serve (a writable / a read-only one),
+    (real path, "", ()) of one that creates or truncates the file (the program's own open, after the kept
+    handle of that path is really closed), or None (the program's own open: not a plain open of a local file
+    by name, or an option the cache does not know)."""
+    if len(args) > 2:
+        return None
+    name = args[0] if args else kwargs.get("filename" if lib == "netCDF4" else "name")
+    mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
+    if not isinstance(name, (str, bytes, os.PathLike)) or not isinstance(mode, str):
+        return None
+    try:
+        path = os.path.realpath(os.fsdecode(name))
+    except Exception:  # noqa: BLE001
+        return None
+    if mode not in ("r", "a", "r+"):  # "w", "x", "w-", share modes: never served from a kept handle
+        return (path, "", (("lib", lib),))
+    if mode != "r" and not os.path.isfile(path):  # "a" creating the file: the program's own open
+        return (path, "", (("lib", lib),))
+    if not os.path.isfile(path):  # a URL, a missing file: the library's own call (and its own error)
+        return None
+    rest = {k: v for k, v in kwargs.items() if k not in ("filename", "name", "mode")}
+    off, keep = (_NC_OFF_KW, _NC_KEEP_KW) if lib == "netCDF4" else (_H5_OFF_KW, set())
+    for k, v in rest.items():
+        if k not in keep and (k not in off or v != off[k]):
+            return None  # an option the cache does not know (memory, diskless, parallel, a driver, ...)
+    opts = tuple(sorted((k, repr(v)) for k, v in rest.items() if k in ("encoding", "keepweakref")))
+    return (path, "r" if mode == "r" else "w", opts + (("lib", lib),))
+
+
+def _patch_open_once(mod, lib, state):
+    """Replace ``mod.Dataset`` (netCDF4) / ``mod.File`` (h5py) by a subclass whose construction returns the kept
+    handle of a file opened before; anything it does not recognise is the library's own call."""
+    attr = "Dataset" if lib == "netCDF4" else "File"
+    orig = getattr(mod, attr)
+    where = f"{lib}.{attr}"
+    flush = (lambda h: h.sync()) if lib == "netCDF4" else (lambda h: h.flush())
+    orig_close = orig.close
+    mine = ("lib", lib)
+
+    def defaults(h):  # a new netCDF4 handle's per-open settings, as the program would get them
+        if lib != "netCDF4":
+            return
+        for call in ("set_auto_maskandscale", "set_always_mask", "set_auto_chartostring"):
+            try:
+                getattr(h, call)(True)
+            except Exception:  # noqa: BLE001
+                pass
+
+    class _Meta(type(orig)):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, orig)
+
+        def __subclasscheck__(cls, sub):  # by the MRO: issubclass would recurse through an ABC's subclasses
+            return isinstance(sub, type) and (orig in sub.__mro__ or cls in sub.__mro__)
+
+    def __new__(cls, *args, **kwargs):
+        if cls is not Kept or os.getpid() != state.pid:  # a program's own subclass, a forked child
+            return orig.__new__(cls) if lib == "h5py" else orig.__new__(cls, *args, **kwargs)
+        try:
+            key = _open_key(args, kwargs, lib)
+        except Exception:  # noqa: BLE001
+            key = None
+        if key is None or not state.wanted(key[0]):
+            return orig(*args, **kwargs)
+        with _open_lock:
+            same = [k for k in state.handles if k[0] == key[0]]
+            if not key[1]:  # a create/truncate of a kept file: really close it first, then the program's open
+                for k in same:
+                    state.close_real(k)
+                return orig(*args, **kwargs)
+            # the other library's kept handle of this file, closed by the program: closed for real now, as it
+            # was in the program as written (HDF5 locks a file open in another library); still in use: kept
+            for k in same:
+                if mine not in k[2] and id(state.handles[k]) in state.closed:
+                    state.close_real(k)
+            same = [k for k in same if mine in k[2]]
+            hit = next((k for k in same if k[2] == key[2] and (k[1] == "w" or key[1] == "r")), None)
+            count = state.counts.setdefault((where, key[0]), [0, 0])
+            if hit is not None:
+                count[0] += 1
+                h = state.handles[hit]
+                state.closed.discard(id(h))
+                if count[0] == 2:
+                    _record(event="open_once", where=where, path=key[0])
+                defaults(h)
+                return h
+            for k in same:  # kept read-only, now opened for writing: the real close, then a writable handle
+                state.close_real(k)
+            h = orig.__new__(cls, *args, **kwargs) if lib == "netCDF4" else orig.__new__(cls)
+            try:
+                orig.__init__(h, *args, **kwargs)
+            except Exception:  # noqa: BLE001 - the library's own call, its own error
+                return orig(*args, **kwargs)
+            count[0] += 1
+            count[1] += 1
+            state.handles[key] = h
+            state.kept[id(h)] = orig_close
+            if not state.exit_hook:
+                import atexit
+
+                atexit.register(state.at_exit)  # after the library's own exit handlers: runs before them
+                state.exit_hook = True
+            return h
+
+    def __init__(self, *args, **kwargs):
+        if id(self) in state.kept:
+            return  # the kept handle, already open
+        orig.__init__(self, *args, **kwargs)
+
+    def close(self):
+        if id(self) in state.kept and os.getpid() == state.pid:
+            flush(self)  # the program's close: written data reaches the file; the handle stays open
+            state.closed.add(id(self))
+            return None
+        return orig_close(self)
+
+    Kept = _Meta(attr, (orig,), {"__new__": __new__, "__init__": __init__, "close": close,
+                                 "__module__": orig.__module__, "__qualname__": orig.__qualname__,
+                                 "__doc__": orig.__doc__})
+    setattr(mod, attr, Kept)
+    _record(event="patched", module=lib)
+
+
 def _install():
     s = _settings()
     if s is None:
@@ -374,6 +576,12 @@ def _install():
         hooks["xarray"] = lambda m: _patch_xarray(m, s)
     if "workers" in s or "threads" in s:
         hooks["distributed"] = lambda m: _patch_distributed(m, s)
+    if s.get("open_once"):
+        want = s["open_once"]
+        paths = [want] if isinstance(want, str) else want if isinstance(want, list) else None
+        state = _KeptFiles(None if paths is None else {os.path.realpath(p) for p in paths})
+        hooks["netCDF4"] = lambda m: _patch_open_once(m, "netCDF4", state)
+        hooks["h5py"] = lambda m: _patch_open_once(m, "h5py", state)
     for name in list(hooks):
         if name in sys.modules:  # already imported (by a chained sitecustomize): patch now
             hooks.pop(name)(sys.modules[name])

@@ -59,3 +59,18 @@ def test_tiny_files_that_fit_in_one_container_are_packed_into_one():
     assert f["evidence"]["small_files"] > 1000
     assert "pack them into one file" in f["recommendation"] and "of today's files each" not in f["recommendation"]
     assert "-> 1 (opens" in f["recommendation"]
+
+
+@pytest.mark.parametrize("rel,mode", [
+    # an HDF5 benchmark that writes its file: opening it read-only once would break its writes
+    ("dxt-explorer/sample/jeanbez_8_benchmark_parallel_id45195555_8-6-50011-11681279140261054765_1628283217.darshan",
+     "H5F_ACC_RDWR"),
+    # a reader of an HDF5 file it never writes (the job writes only to stderr/stdout): read-only
+    ("pytokio/tests/inputs/darshanlogs/2017/3/20/glock_dbscan_read_id4478544_3-20-7800-15217972833987807816_1.darshan",
+     "H5F_ACC_RDONLY"),
+])
+def test_a_c_open_once_snippet_opens_for_writing_only_a_file_the_job_writes(rel, mode):
+    rep = json.loads(run_cli("report", str(corpus_path(rel)), "--json").stdout)
+    top = next(r for r in rep["recommendations"] if r["id"] == "open-once")
+    (code,) = [c["text"] for c in top["changes"]]
+    assert code.startswith("f = H5Fopen(") and f", {mode}, fapl);" in code

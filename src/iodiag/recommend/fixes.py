@@ -164,9 +164,8 @@ def _stat_seek_rec(f: Finding, j: JobFacts) -> Recommendation:
                           changes=tuple(Change("snippet", s) for s in code))
 
 
-def _file_written(profile, path: str) -> bool:
-    """Whether the job writes ``path`` at its re-opens: write calls at least half as many as its opens (a file
-    written once, then re-opened to read it step by step, is a read loop)."""
+def _file_writes(profile, path: str) -> tuple[float, float]:
+    """(write calls, opens) of ``path`` in the job."""
     import numpy as np
 
     from ..analyzers.metrics import metrics_of
@@ -174,7 +173,13 @@ def _file_written(profile, path: str) -> bool:
     m = metrics_of(profile)
     hit = np.isin(m.file_ids, profile.files["file_id"][profile.files["path"] == path])
     fs = m.file_stats
-    writes, opens = float(fs["writes"][hit].sum()), float(fs["opens"][hit].sum())
+    return float(fs["writes"][hit].sum()), float(fs["opens"][hit].sum())
+
+
+def _file_written(profile, path: str) -> bool:
+    """Whether the job writes ``path`` at its re-opens: write calls at least half as many as its opens (a file
+    written once, then re-opened to read it step by step, is a read loop)."""
+    writes, opens = _file_writes(profile, path)
     return writes > 0 and writes * 2 >= opens
 
 
@@ -193,6 +198,8 @@ def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recom
     hdf5 = name.lower().endswith((".h5", ".hdf5", ".he5"))
     array = netcdf or hdf5 or name.endswith((".grib", ".grb2"))
     written = _file_written(profile, path) if path and profile is not None else j.writes
+    # a C open mode: read-only unless the job writes that file at all (any write needs write access)
+    any_write = (_file_writes(profile, p)[0] > 0) if profile is not None and (path or f.files) else j.writes
     if j.python and array and written and (netcdf or hdf5):
         # the file is re-opened to write (append) each step: open it once for appending, close it after the loop
         if hdf5 and not netcdf:
@@ -213,9 +220,9 @@ def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recom
         mode = "rb" if not j.writes else "r+b"
         code = f'f = open("{p}", "{mode}")  # once, before the loop; f.seek(off) per step'
     elif ("HDF5" in j.layers or name.lower().endswith((".h5", ".hdf5", ".he5"))) and not netcdf:
-        code = f'f = H5Fopen("{p}", H5F_ACC_RDONLY, fapl);  /* once */'
+        code = f'f = H5Fopen("{p}", {"H5F_ACC_RDWR" if any_write else "H5F_ACC_RDONLY"}, fapl);  /* once */'
     elif netcdf:
-        code = f'nc_open("{p}", NC_NOWRITE, &ncid);  /* once */'
+        code = f'nc_open("{p}", {"NC_WRITE" if any_write else "NC_NOWRITE"}, &ncid);  /* once */'
     elif "MPI-IO" in j.layers:
         code = f'MPI_File_open(comm, "{p}", mode, info, &fh);  /* once */'
     elif j.top == "STDIO":

@@ -33,14 +33,15 @@ whole table once) for code that has not been converted.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
 from .nputil import stable_argsort_times, unique
 from ..profile import OP, OPS_COLUMNS, Table, empty_table
 
-__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "chunks", "process_tables", "streams", "table_batches"]
+__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "ProcessOps", "ProfileOps", "chunks", "process_batches",
+           "process_tables", "streams", "table_batches"]
 
 CHUNK_OPS = 1 << 20  # operations converted at a time: bounds a conversion's temporaries (~100 MB at most)
 
@@ -95,6 +96,31 @@ class OpsBuilder:
         return Table._trusted(cols)
 
 
+class ProcessOps(Protocol):
+    """What a reader registers per process with :meth:`OpsSource.add`: a callable that re-reads that process's
+    operations as an iterator of ops batches (dicts of equal-length columns) holding at least ``columns`` (all
+    when None).  With ``ordered=True`` at registration the reader promises that the batches come in the
+    process's order in the time-sorted ``ops`` table (a stable sort by start time) and that each holds at most
+    about ``CHUNK_OPS`` operations: consumers then fold over them without ever holding the process."""
+
+    def __call__(self, columns: Iterable[str] | None = None) -> Iterator[Mapping[str, np.ndarray]]: ...
+
+
+@runtime_checkable
+class ProfileOps(Protocol):
+    """The read interface of a job's operations, whatever holds them (a ``Table`` in memory, an ``OpsSource``
+    re-read from the traces or from a forked decoder's block): the consumers on the report path read through
+    :func:`process_batches` (each process's operations in bounded batches, in table order) and
+    :func:`process_tables` (whole processes), never by indexing the whole table, so their memory is one batch
+    plus the state their fold carries."""
+
+    def __len__(self) -> int: ...
+
+    def counts(self) -> list[tuple[int, int]]: ...
+
+    def batches_of(self, i: int, columns: Iterable[str] | None = None) -> Iterator[Table]: ...
+
+
 class OpsSource:
     """The ``ops`` of a job too large to hold at once, kept as a re-readable source, one process at a time.
 
@@ -112,6 +138,7 @@ class OpsSource:
 
     def __init__(self) -> None:
         self._procs: list[tuple[int, int, Callable[..., Iterator[Mapping[str, np.ndarray]]]]] = []
+        self._ordered: list[bool] = []  # per registered process: its loader yields bounded batches in table order
         self._n = 0
         self._table: Table | None = None
         self.t_min = np.inf  # smallest start_s
@@ -121,8 +148,8 @@ class OpsSource:
         self.end_max = -np.inf  # largest end_s
         self.rw_modules: set[int] = set()  # modules of the reads and writes of processes >= 0
 
-    def add(self, proc: int, load: Callable[..., Iterator[Mapping[str, np.ndarray]]],
-            batches: Iterator[Mapping[str, np.ndarray]]) -> None:
+    def add(self, proc: int, load: ProcessOps, batches: Iterator[Mapping[str, np.ndarray]], *,
+            ordered: bool = False) -> None:
         k = 0
         for b in batches:
             m = len(b["start_s"])
@@ -140,6 +167,7 @@ class OpsSource:
             if own.any():
                 self.rw_modules.update(unique(np.broadcast_to(b["module"], own.shape)[own]).tolist())
         self._procs.append((proc, k, load))
+        self._ordered.append(bool(ordered))
         self._n += k
 
     def __len__(self) -> int:
@@ -152,6 +180,31 @@ class OpsSource:
     def process(self, i: int, columns: Iterable[str] | None = None) -> Table:
         """The operations of the i-th registered process (``columns`` only), in stable time order."""
         return self._build([i], columns)
+
+    def batches_of(self, i: int, columns: Iterable[str] | None = None) -> Iterator[Table]:
+        """The operations of the i-th registered process (``columns`` only) in batches, in their order in the
+        table: bounded batches straight from the reader when it registered the process as ``ordered``, else the
+        whole process as one batch (the reader's batches may need a sort)."""
+        if not self._procs[i][1]:
+            return
+        if not self._ordered[i]:
+            yield self.process(i, columns)
+            return
+        want = list(OPS_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+        proc, k, load = self._procs[i]
+        seen = 0
+        for b in load(tuple(dict.fromkeys(want + ["start_s"]))):
+            m = len(b["start_s"])
+            if not m:
+                continue
+            seen += m
+            yield Table._trusted({c: _column(b[c], m, c) for c in want})
+        if seen != k:
+            from ..errors import InputUnreadable
+
+            raise InputUnreadable(f"process {proc}: its trace changed while the job was being read (not the "
+                                  f"{k} operations read first)",
+                                  hint="report the job again once nothing writes its traces")
 
     def table(self, columns: Iterable[str] | None = None, procs: Iterable[int] | None = None) -> Table:
         """The ``ops`` table, or its ``columns`` and the rows of ``procs`` only, in the order they have in the
@@ -254,6 +307,27 @@ def table_batches(source: OpsSource, columns: Iterable[str], chunk: int | None =
             lo, hi = bounds[k], bounds[k + 1]
             if hi > lo:
                 yield first + k, Table._trusted({c: t[c][lo:hi] for c in t.columns})
+
+
+def _column(a, m: int, name: str) -> np.ndarray:
+    """One batch column as an array of the ops dtype (a reader may give a scalar for a constant column)."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return np.full(m, a, OPS_COLUMNS[name])
+    return a if a.dtype == OPS_COLUMNS[name] else a.astype(OPS_COLUMNS[name])
+
+
+def process_batches(ops: "Table | OpsSource", columns: Iterable[str] | None = None) -> Iterator[Iterator[Table]]:
+    """For each process of ``ops`` (in table order), an iterator of its operations in bounded batches, each batch's
+    rows in their order in the ``ops`` table: a fold that resets per process and carries its state from batch to
+    batch (a running union, the previous operation of a file) gives the same result as over the whole process.
+    A held table is given as one "process" of one batch (the consumers' whole-table path)."""
+    if isinstance(ops, OpsSource):
+        for i in range(len(ops._procs)):
+            if ops._procs[i][1]:
+                yield ops.batches_of(i, columns)
+    elif len(ops):
+        yield iter((ops if columns is None else Table._trusted({c: ops[c] for c in dict.fromkeys(columns)}),))
 
 
 def process_tables(ops: "Table | OpsSource", columns: Iterable[str] | None = None) -> Iterator[Table]:

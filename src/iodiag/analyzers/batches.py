@@ -285,28 +285,46 @@ def table_batches(source: OpsSource, columns: Iterable[str], chunk: int | None =
     """``(batch number, rows)`` of an ``OpsSource``, one process at a time, where the batch number of an operation
     is the ``chunks`` slice of the whole time-sorted ``ops`` table that it would be in: a fold that adds each
     batch's sums per process (a raster with one row per process) adds the same numbers in the same order as
-    over ``chunks`` of the table.  Holds the start times of every operation (8 bytes each) and one process."""
+    over ``chunks`` of the table.  Holds the start times of the other processes' operations (8 bytes each; none
+    when one process has operations) and one table chunk of one process."""
     chunk = chunk or CHUNK_OPS
-    starts = [source.process(i, ("start_s",))["start_s"] for i in range(len(source._procs))]
-    for i in range(len(source._procs)):
-        if not source._procs[i][1]:
-            continue
-        t = source.process(i, columns)
-        s = starts[i]
-        # rank in the stable time sort of the table: processes were added in order, so an equal start of an
-        # earlier process comes first, of a later one after
-        rank = np.arange(len(s), dtype="i8")
-        for j, other in enumerate(starts):
-            if j != i and len(other):
-                rank += np.searchsorted(other, s, side="right" if j < i else "left")
-        cut = np.searchsorted(rank, np.arange(rank[0] // chunk + 1, rank[-1] // chunk + 1) * chunk)
-        bounds = [0, *cut.tolist(), len(s)]
-        first = int(rank[0] // chunk)
-        del rank
-        for k in range(len(bounds) - 1):
-            lo, hi = bounds[k], bounds[k + 1]
-            if hi > lo:
-                yield first + k, Table._trusted({c: t[c][lo:hi] for c in t.columns})
+    live = [i for i in range(len(source._procs)) if source._procs[i][1]]
+    starts = {i: source.process(i, ("start_s",))["start_s"] for i in live} if len(live) > 1 else {}
+    cols = list(dict.fromkeys(columns))
+    for i in live:
+        held: list[Table] = []  # rows of the current table chunk, not yet given
+        current = -1
+        seen = 0
+        for t in source.batches_of(i, tuple(dict.fromkeys(cols + ["start_s"]))):
+            s = t["start_s"]
+            # rank in the stable time sort of the table: processes were added in order, so an equal start of an
+            # earlier process comes first, of a later one after
+            rank = np.arange(seen, seen + len(s), dtype="i8")
+            seen += len(s)
+            for j, other in starts.items():
+                if j != i and len(other):
+                    rank += np.searchsorted(other, s, side="right" if j < i else "left")
+            first, last = int(rank[0] // chunk), int(rank[-1] // chunk)
+            cut = np.searchsorted(rank, np.arange(first + 1, last + 1) * chunk)
+            bounds = [0, *cut.tolist(), len(s)]
+            del rank
+            for k in range(len(bounds) - 1):
+                lo, hi = bounds[k], bounds[k + 1]
+                if hi <= lo:
+                    continue
+                if first + k != current and held:
+                    yield current, _joined(held, cols)
+                    held = []
+                current = first + k
+                held.append(Table._trusted({c: t[c][lo:hi] for c in cols}))
+        if held:
+            yield current, _joined(held, cols)
+
+
+def _joined(parts: list[Table], cols: list[str]) -> Table:
+    if len(parts) == 1:
+        return parts[0]
+    return Table._trusted({c: np.concatenate([p[c] for p in parts]) for c in cols})
 
 
 def _column(a, m: int, name: str) -> np.ndarray:

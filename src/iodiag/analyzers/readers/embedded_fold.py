@@ -180,6 +180,15 @@ class _Pairs:
         return values, counts
 
 
+def _reduce_into(ufunc, out: np.ndarray, g: np.ndarray, vals: np.ndarray) -> None:
+    """``ufunc.at(out, g, vals)`` for rows sorted by group (one ``reduceat``, much faster than ``ufunc.at``)."""
+    if not len(g):
+        return
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    grp = g[starts]
+    out[grp] = ufunc(out[grp], ufunc.reduceat(vals, starts))
+
+
 def sum_counts(mod: str, fid: np.ndarray, opc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(file ids, per file the rows of each summed class: read, write, metadata) of a chunk of one module's records,
     for the reader's first pass (``ModuleFold`` needs each group's count before its seconds can be summed)."""
@@ -230,8 +239,10 @@ class ModuleFold:
         if name not in self.first:
             self.first[name] = np.full(self.ngroups, np.inf)
             self.last[name] = np.full(self.ngroups, -np.inf)
-        np.minimum.at(self.first[name], g[mask], t0[mask])
-        np.maximum.at(self.last[name], g[mask], t1[mask])
+        if mask.any():
+            gm = g[mask]
+            _reduce_into(np.minimum, self.first[name], gm, t0[mask])
+            _reduce_into(np.maximum, self.last[name], gm, t1[mask])
 
     def add(self, fid, opc, flags, off, ln, t0, t1) -> None:
         """A chunk of the module's records (columns of equal length), in time order after the chunks before."""
@@ -286,9 +297,9 @@ class ModuleFold:
             self._count(kind, gg, np.ones(len(gg), bool))
             self.bytes[kind] += np.bincount(gg, weights=ll, minlength=self.ngroups).astype("i8")
             last = np.where(kk, oo + ll - 1, -1)
-            np.maximum.at(self.max_byte[kind], gg, last)
+            _reduce_into(np.maximum, self.max_byte[kind], gg, last)
             self.time[kind].add(gg, dd)
-            np.maximum.at(self.max_time[kind], gg, dd)
+            _reduce_into(np.maximum, self.max_time[kind], gg, dd)
             if not posix:
                 continue
             first = np.r_[True, gg[1:] != gg[:-1]]
@@ -307,9 +318,11 @@ class ModuleFold:
             self.hist[kind] += np.bincount(gg * len(SIZE_BUCKETS) + bucket,
                                            minlength=self.ngroups * len(SIZE_BUCKETS)).reshape(self.ngroups, -1)
             # the slowest operation's size, on a tie the last one: the last row of each group by (dur, position)
-            order = np.lexsort((dd, gg))
-            lastrow = np.r_[gg[order][1:] != gg[order][:-1], True]
-            rows = order[lastrow]
+            starts = np.flatnonzero(first)
+            top = np.repeat(np.maximum.reduceat(dd, starts), np.diff(np.r_[starts, len(gg)]))
+            rows = np.flatnonzero(dd == top)  # (no NaN: durations are differences of integer times)
+            rows = rows[np.r_[gg[rows][1:] != gg[rows][:-1], True]]
+            del top
             rg = gg[rows]
             later = dd[rows] >= self.slow[kind][rg]
             self.slow[kind][rg[later]] = dd[rows][later]

@@ -201,7 +201,7 @@ def _streamed_groups(src, i: int, need, mask, cols, chunk: int) -> Iterator[Tabl
             fo, oo = o["file_id"], o["op"]
             return (((fo > kf) | ((fo == kf) & (oo >= ko))) & ((fo < jf) | ((fo == jf) & (oo <= jo))))
 
-        got, size = [], 0
+        got = []
         for o in src.batches_of(i, need):
             keep = _selected(o, mask) & inside(o)
             if not keep.any():

@@ -29,6 +29,13 @@ and distinct pairs), :func:`table_batches` (the raster: each process's operation
 table they would be in) or ``OpsSource.table(columns, procs)`` (a few processes, e.g. the Dask workers).  Memory
 is then one process's operations, whatever the job; ``profile.ops[...]`` on a source still works (it builds the
 whole table once) for code that has not been converted.
+
+A process can be registered as **ordered** (``OpsSource.add(..., ordered=True)``, issue 29): its ``load`` yields
+batches of at most about ``CHUNK_OPS`` operations already in table order, and :func:`process_batches` gives the
+consumers those batches instead of the process's table.  A consumer that folds over them carrying its state from
+batch to batch (a running interval union, the previous operation of a file, per-group counts) holds one batch, not
+the process: the embedded reader registers every process of more than ``CHUNK_OPS`` records this way (read in
+chunks, see ``readers/embedded_ops.py``), so one process of 50M operations reports in ~310 MiB.
 """
 
 from __future__ import annotations

@@ -342,7 +342,7 @@ def _column(a, m: int, name: str) -> np.ndarray:
     return a if a.dtype == OPS_COLUMNS[name] else a.astype(OPS_COLUMNS[name])
 
 
-def process_batches(ops: "Table | OpsSource", columns: Iterable[str] | None = None) -> Iterator[Iterator[Table]]:
+def process_batches(ops: "Table | ProfileOps", columns: Iterable[str] | None = None) -> Iterator[Iterator[Table]]:
     """For each process of ``ops`` (in table order), an iterator of its operations in bounded batches, each batch's
     rows in their order in the ``ops`` table: a fold that resets per process and carries its state from batch to
     batch (a running union, the previous operation of a file) gives the same result as over the whole process.

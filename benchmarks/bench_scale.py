@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         env = iodiag_env(store)
         for size in [parse_size(s) for s in a.sizes.split(",") if s.strip()]:
             job = make_embedded_job(size, a.procs, work=work, store=store, writer=writer)
-            rows += report_rows(job, env=env, work=work, repeat=a.repeat, label=f"embedded, {a.procs} processes",
+            label = f"embedded, {a.procs} process{'es' if a.procs != 1 else ''}"
+            rows += report_rows(job, env=env, work=work, repeat=a.repeat, label=label,
                                 n_ops=size, compare=not a.no_compare)
             shutil.rmtree(store / "jobs" / job, ignore_errors=True)  # 48 bytes per operation on disk
         if not a.no_dxt:

@@ -229,17 +229,26 @@ def test_time_order_falls_back_where_buckets_cannot_tell():
         assert np.array_equal(stable_argsort_times(col), np.argsort(col, kind="stable"))
 
 
-def test_a_one_process_dxt_log_is_held_whatever_its_size(monkeypatch):
-    """A source of one process would re-make the whole table at every reading for no memory saved: held."""
-    from iodiag.analyzers.batches import is_source
+def test_a_one_process_dxt_log_is_given_in_bounded_batches(monkeypatch):
+    """A one-process DXT log too large to hold (here: batches of 997) is a source whose one process comes in batches
+    of at most 997 operations, in table order: its rows are the held table's, and the whole table is never built
+    (issue 29: before, one process was held whole)."""
+    from iodiag.analyzers.batches import is_source, process_batches
     from iodiag.analyzers.load import load_job
 
     path = CORPUS / LOGS[0]
     if not path.is_file():
         pytest.skip(f"corpus log {LOGS[0]} not found")
+    held = load_job([str(path)])
     monkeypatch.setattr(batches, "CHUNK_OPS", 997)
     prof = load_job([str(path)])
-    assert len(prof.ops) > 2 * 997 and len(np.unique(prof.ops["proc"])) == 1 and not is_source(prof.ops)
+    assert len(prof.ops) > 2 * 997 and len(np.unique(held.ops["proc"])) == 1 and is_source(prof.ops)
+    (parts,) = list(process_batches(prof.ops))
+    parts = list(parts)
+    assert len(parts) > 2 and max(len(p) for p in parts) <= 997
+    for c in held.ops.columns:
+        assert np.array_equal(np.concatenate([p[c] for p in parts]), held.ops[c]), c
+    assert prof.ops._table is None
 
 
 @pytest.mark.parametrize("rel", [LOGS[1]])

@@ -29,18 +29,26 @@ and distinct pairs), :func:`table_batches` (the raster: each process's operation
 table they would be in) or ``OpsSource.table(columns, procs)`` (a few processes, e.g. the Dask workers).  Memory
 is then one process's operations, whatever the job; ``profile.ops[...]`` on a source still works (it builds the
 whole table once) for code that has not been converted.
+
+A process can be registered as **ordered** (``OpsSource.add(..., ordered=True)``, issue 29): its ``load`` yields
+batches of at most about ``CHUNK_OPS`` operations already in table order, and :func:`process_batches` gives the
+consumers those batches instead of the process's table.  A consumer that folds over them carrying its state from
+batch to batch (a running interval union, the previous operation of a file, per-group counts) holds one batch, not
+the process: the embedded reader registers every process of more than ``CHUNK_OPS`` records this way (read in
+chunks, see ``readers/embedded_ops.py``), so one process of 50M operations reports in ~310 MiB.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
 from .nputil import stable_argsort_times, unique
 from ..profile import OP, OPS_COLUMNS, Table, empty_table
 
-__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "chunks", "process_tables", "streams", "table_batches"]
+__all__ = ["CHUNK_OPS", "OpsBuilder", "OpsSource", "ProcessOps", "ProfileOps", "chunks", "process_batches",
+           "process_tables", "streams", "table_batches"]
 
 CHUNK_OPS = 1 << 20  # operations converted at a time: bounds a conversion's temporaries (~100 MB at most)
 
@@ -95,6 +103,31 @@ class OpsBuilder:
         return Table._trusted(cols)
 
 
+class ProcessOps(Protocol):
+    """What a reader registers per process with :meth:`OpsSource.add`: a callable that re-reads that process's
+    operations as an iterator of ops batches (dicts of equal-length columns) holding at least ``columns`` (all
+    when None).  With ``ordered=True`` at registration the reader promises that the batches come in the
+    process's order in the time-sorted ``ops`` table (a stable sort by start time) and that each holds at most
+    about ``CHUNK_OPS`` operations: consumers then fold over them without ever holding the process."""
+
+    def __call__(self, columns: Iterable[str] | None = None) -> Iterator[Mapping[str, np.ndarray]]: ...
+
+
+@runtime_checkable
+class ProfileOps(Protocol):
+    """The read interface of a job's operations, whatever holds them (a ``Table`` in memory, an ``OpsSource``
+    re-read from the traces or from a forked decoder's block): the consumers on the report path read through
+    :func:`process_batches` (each process's operations in bounded batches, in table order) and
+    :func:`process_tables` (whole processes), never by indexing the whole table, so their memory is one batch
+    plus the state their fold carries."""
+
+    def __len__(self) -> int: ...
+
+    def counts(self) -> list[tuple[int, int]]: ...
+
+    def batches_of(self, i: int, columns: Iterable[str] | None = None) -> Iterator[Table]: ...
+
+
 class OpsSource:
     """The ``ops`` of a job too large to hold at once, kept as a re-readable source, one process at a time.
 
@@ -112,6 +145,7 @@ class OpsSource:
 
     def __init__(self) -> None:
         self._procs: list[tuple[int, int, Callable[..., Iterator[Mapping[str, np.ndarray]]]]] = []
+        self._ordered: list[bool] = []  # per registered process: its loader yields bounded batches in table order
         self._n = 0
         self._table: Table | None = None
         self.t_min = np.inf  # smallest start_s
@@ -121,8 +155,8 @@ class OpsSource:
         self.end_max = -np.inf  # largest end_s
         self.rw_modules: set[int] = set()  # modules of the reads and writes of processes >= 0
 
-    def add(self, proc: int, load: Callable[..., Iterator[Mapping[str, np.ndarray]]],
-            batches: Iterator[Mapping[str, np.ndarray]]) -> None:
+    def add(self, proc: int, load: ProcessOps, batches: Iterator[Mapping[str, np.ndarray]], *,
+            ordered: bool = False) -> None:
         k = 0
         for b in batches:
             m = len(b["start_s"])
@@ -140,6 +174,7 @@ class OpsSource:
             if own.any():
                 self.rw_modules.update(unique(np.broadcast_to(b["module"], own.shape)[own]).tolist())
         self._procs.append((proc, k, load))
+        self._ordered.append(bool(ordered))
         self._n += k
 
     def __len__(self) -> int:
@@ -152,6 +187,31 @@ class OpsSource:
     def process(self, i: int, columns: Iterable[str] | None = None) -> Table:
         """The operations of the i-th registered process (``columns`` only), in stable time order."""
         return self._build([i], columns)
+
+    def batches_of(self, i: int, columns: Iterable[str] | None = None) -> Iterator[Table]:
+        """The operations of the i-th registered process (``columns`` only) in batches, in their order in the
+        table: bounded batches straight from the reader when it registered the process as ``ordered``, else the
+        whole process as one batch (the reader's batches may need a sort)."""
+        if not self._procs[i][1]:
+            return
+        if not self._ordered[i]:
+            yield self.process(i, columns)
+            return
+        want = list(OPS_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+        proc, k, load = self._procs[i]
+        seen = 0
+        for b in load(tuple(dict.fromkeys(want + ["start_s"]))):
+            m = len(b["start_s"])
+            if not m:
+                continue
+            seen += m
+            yield Table._trusted({c: _column(b[c], m, c) for c in want})
+        if seen != k:
+            from ..errors import InputUnreadable
+
+            raise InputUnreadable(f"process {proc}: its trace changed while the job was being read (not the "
+                                  f"{k} operations read first)",
+                                  hint="report the job again once nothing writes its traces")
 
     def table(self, columns: Iterable[str] | None = None, procs: Iterable[int] | None = None) -> Table:
         """The ``ops`` table, or its ``columns`` and the rows of ``procs`` only, in the order they have in the
@@ -232,28 +292,67 @@ def table_batches(source: OpsSource, columns: Iterable[str], chunk: int | None =
     """``(batch number, rows)`` of an ``OpsSource``, one process at a time, where the batch number of an operation
     is the ``chunks`` slice of the whole time-sorted ``ops`` table that it would be in: a fold that adds each
     batch's sums per process (a raster with one row per process) adds the same numbers in the same order as
-    over ``chunks`` of the table.  Holds the start times of every operation (8 bytes each) and one process."""
+    over ``chunks`` of the table.  Holds the start times of the other processes' operations (8 bytes each; none
+    when one process has operations) and one table chunk of one process."""
     chunk = chunk or CHUNK_OPS
-    starts = [source.process(i, ("start_s",))["start_s"] for i in range(len(source._procs))]
-    for i in range(len(source._procs)):
-        if not source._procs[i][1]:
-            continue
-        t = source.process(i, columns)
-        s = starts[i]
-        # rank in the stable time sort of the table: processes were added in order, so an equal start of an
-        # earlier process comes first, of a later one after
-        rank = np.arange(len(s), dtype="i8")
-        for j, other in enumerate(starts):
-            if j != i and len(other):
-                rank += np.searchsorted(other, s, side="right" if j < i else "left")
-        cut = np.searchsorted(rank, np.arange(rank[0] // chunk + 1, rank[-1] // chunk + 1) * chunk)
-        bounds = [0, *cut.tolist(), len(s)]
-        first = int(rank[0] // chunk)
-        del rank
-        for k in range(len(bounds) - 1):
-            lo, hi = bounds[k], bounds[k + 1]
-            if hi > lo:
-                yield first + k, Table._trusted({c: t[c][lo:hi] for c in t.columns})
+    live = [i for i in range(len(source._procs)) if source._procs[i][1]]
+    starts = {i: source.process(i, ("start_s",))["start_s"] for i in live} if len(live) > 1 else {}
+    cols = list(dict.fromkeys(columns))
+    for i in live:
+        held: list[Table] = []  # rows of the current table chunk, not yet given
+        current = -1
+        seen = 0
+        for t in source.batches_of(i, tuple(dict.fromkeys(cols + ["start_s"]))):
+            s = t["start_s"]
+            # rank in the stable time sort of the table: processes were added in order, so an equal start of an
+            # earlier process comes first, of a later one after
+            rank = np.arange(seen, seen + len(s), dtype="i8")
+            seen += len(s)
+            for j, other in starts.items():
+                if j != i and len(other):
+                    rank += np.searchsorted(other, s, side="right" if j < i else "left")
+            first, last = int(rank[0] // chunk), int(rank[-1] // chunk)
+            cut = np.searchsorted(rank, np.arange(first + 1, last + 1) * chunk)
+            bounds = [0, *cut.tolist(), len(s)]
+            del rank
+            for k in range(len(bounds) - 1):
+                lo, hi = bounds[k], bounds[k + 1]
+                if hi <= lo:
+                    continue
+                if first + k != current and held:
+                    yield current, _joined(held, cols)
+                    held = []
+                current = first + k
+                held.append(Table._trusted({c: t[c][lo:hi] for c in cols}))
+        if held:
+            yield current, _joined(held, cols)
+
+
+def _joined(parts: list[Table], cols: list[str]) -> Table:
+    if len(parts) == 1:
+        return parts[0]
+    return Table._trusted({c: np.concatenate([p[c] for p in parts]) for c in cols})
+
+
+def _column(a, m: int, name: str) -> np.ndarray:
+    """One batch column as an array of the ops dtype (a reader may give a scalar for a constant column)."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return np.full(m, a, OPS_COLUMNS[name])
+    return a if a.dtype == OPS_COLUMNS[name] else a.astype(OPS_COLUMNS[name])
+
+
+def process_batches(ops: "Table | ProfileOps", columns: Iterable[str] | None = None) -> Iterator[Iterator[Table]]:
+    """For each process of ``ops`` (in table order), an iterator of its operations in bounded batches, each batch's
+    rows in their order in the ``ops`` table: a fold that resets per process and carries its state from batch to
+    batch (a running union, the previous operation of a file) gives the same result as over the whole process.
+    A held table is given as one "process" of one batch (the consumers' whole-table path)."""
+    if isinstance(ops, OpsSource):
+        for i in range(len(ops._procs)):
+            if ops._procs[i][1]:
+                yield ops.batches_of(i, columns)
+    elif len(ops):
+        yield iter((ops if columns is None else Table._trusted({c: ops[c] for c in dict.fromkeys(columns)}),))
 
 
 def process_tables(ops: "Table | OpsSource", columns: Iterable[str] | None = None) -> Iterator[Table]:

@@ -25,6 +25,7 @@ from ..profile import (
 from .batches import OpsBuilder, OpsSource, chunks, streams
 from .readers.darshan import ALL_MODULES, COUNTER_MODULES, dxt_columns, dxt_segment_keys
 from .readers.darshan_decode import MAP, NAMES
+from .readers.dxt_ops import DxtProcessOps
 from .readers.isolate import LogResult, read_logs
 from .log_loss import module_loss, partial_issue, plausible_nprocs
 
@@ -147,29 +148,13 @@ def build_profile(results: Sequence[LogResult], *, job_id: str | None = None, ob
         )
     n_ops = sum(len(rec["segments"]) for r in good for mod in ("DXT_POSIX", "DXT_MPIIO")
                 if (rec := r.data["mods"].get(mod)) is not None)
-    # a source pays for its memory with a re-made process table per reading: only worth it when no one process
-    # holds most of the operations (then one process's table is close to the whole table anyway)
-    stream = streams(n_ops) and _largest_process_ops(good) <= n_ops // 2
+    # a job too large to hold keeps its DXT operations as a source: each process re-made from the decoded segments in
+    # table order, in bounded batches, at each reading (readers/dxt_ops.py), one process or many
+    stream = streams(n_ops)
     fold = _JobFold(issues, n_ops=n_ops, stream=stream)
     for li, r in enumerate(good):
         fold.add_log(li, r)
     return fold.profile(results, good, job_id)
-
-
-def _largest_process_ops(good: Sequence[LogResult]) -> int:
-    """The most DXT segments any one process of the job has (each log's ranks are its own processes)."""
-    largest = 0
-    for r in good:
-        ranks, counts = [], []
-        for mod in ("DXT_POSIX", "DXT_MPIIO"):
-            rec = r.data["mods"].get(mod)
-            if rec is not None and len(rec["rec_rank"]):
-                ranks.append(rec["rec_rank"])
-                counts.append(rec["rec_writes"] + rec["rec_reads"])
-        if ranks:
-            _, inv = np.unique(np.concatenate(ranks), return_inverse=True)
-            largest = max(largest, int(np.bincount(inv, weights=np.concatenate(counts)).max()))
-    return largest
 
 
 class _JobFold:
@@ -381,10 +366,9 @@ class _JobFold:
             cut = np.flatnonzero(ps[1:] != ps[:-1]) + 1
             for idx in np.split(order, cut):
                 parts.setdefault(int(procs[idx[0]]), []).append((code, rec, idx, first[idx]))
-        for proc in sorted(parts):
-            def load(columns=None, _parts=parts[proc], _proc=proc):
-                return _dxt_process_batches(_parts, _proc, start)
-            self.ops.add(proc, load, load())
+        for proc in sorted(parts):  # re-made in table order, in bounded batches, at each reading
+            self.ops.add(proc, DxtProcessOps(parts[proc], proc, start), _dxt_process_batches(parts[proc], proc, start),
+                         ordered=True)
 
     def _heatmap(self, d: dict[str, Any], to_proc: Callable[[np.ndarray], np.ndarray], start: float) -> None:
         hm = d["mods"].get("HEATMAP")

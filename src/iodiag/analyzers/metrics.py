@@ -360,7 +360,10 @@ def ops_procs_per_file(profile: JobProfile) -> tuple[np.ndarray, np.ndarray]:
     m = metrics_of(profile)
     if m.ops_file_procs is None:
         per_pair = []  # per batch of whole processes: the file of each distinct (file, process) pair
-        for o in batches.process_tables(profile.ops, ("file_id", "proc")):
+        if batches.is_source(profile.ops):  # each process's distinct files, folded over its bounded batches
+            for parts in batches.process_batches(profile.ops, ("file_id",)):
+                per_pair.append(unique(np.concatenate([unique(o["file_id"]) for o in parts])))
+        for o in () if batches.is_source(profile.ops) else batches.process_tables(profile.ops, ("file_id", "proc")):
             # ops come in runs of one (file, process) (a DXT record each): the distinct pairs are
             # those at the start of a run, so only the runs need sorting, not every op
             fid, pr = o["file_id"], o["proc"]

@@ -120,7 +120,13 @@ def ops_group_chunks(profile: JobProfile, mask=None,
         if len(t):
             yield t, _same_group(t, None), None
         return
-    for o in batches.process_tables(profile.ops, need if batches.is_source(profile.ops) else None):
+    src = profile.ops if batches.is_source(profile.ops) else None
+    for i, o in _process_parts(profile.ops, need):
+        if o is None:  # a process given in bounded batches: its groups are gathered a few at a time
+            for t in _streamed_groups(src, i, need, mask, cols, chunk):
+                yield t, _same_group(t, prev), prev
+                prev = {c: t[c][-1] for c in cols}
+            continue
         keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
         if mask is not None:
             keep &= mask(o)
@@ -142,6 +148,85 @@ def ops_group_chunks(profile: JobProfile, mask=None,
 
 
 _GROUP_COLUMNS = ("proc", "file_id", "op", "offset", "length")
+
+
+def _process_parts(ops, need):
+    """(process index, its table) for each process of a held table or a source; (index, None) for a process that a
+    source gives in bounded batches (``OpsSource.batches_of``): it is never built whole."""
+    if not batches.is_source(ops):
+        for o in batches.process_tables(ops):
+            yield -1, o
+        return
+    for i, (_, k) in enumerate(ops.counts()):
+        if k:
+            yield (i, None) if ops._ordered[i] else (i, ops.process(i, need))
+
+
+def _selected(o: Table, mask) -> np.ndarray:
+    keep = (o["op"] <= OP["write"]) & (o["module"] == 0)
+    if mask is not None:
+        keep &= mask(o)
+    return keep
+
+
+def _streamed_groups(src, i: int, need, mask, cols, chunk: int) -> Iterator[Table]:
+    """The selected POSIX reads/writes of the i-th process of a source, in (file, op, start) order, in batches, without
+    holding the process: a first pass over its batches counts the rows of each (file, op) group; then groups are
+    gathered in buckets of whole groups of at most ``4 * chunk`` rows (one pass over the batches each) and each
+    bucket sorted stably by (file, op), while a group larger than that is given as it comes (its rows come in time
+    order, which is its order).  A process's rows in time order sorted stably by (file, op) are in the order of the
+    stable (proc, file, op, start) sort, so the rows and their order are those of the held table's path."""
+    parts = []
+    for o in src.batches_of(i, need):
+        keep = _selected(o, mask)
+        if keep.any():
+            f, op = o["file_id"][keep], o["op"][keep].astype("i8")
+            parts.append(_pair_counts(f, op, np.ones(len(f), "i8")))
+    if not parts:
+        return
+    f = np.concatenate([p[0] for p in parts])
+    op = np.concatenate([p[1] for p in parts])
+    n = np.concatenate([p[2] for p in parts])
+    f, op, n = _pair_counts(f, op, n)
+    cap = 4 * chunk
+    lo = 0
+    while lo < len(f):
+        hi, total = lo + 1, int(n[lo])
+        while hi < len(f) and total + int(n[hi]) <= cap:
+            total += int(n[hi])
+            hi += 1
+        kf, ko, jf, jo = f[lo], op[lo], f[hi - 1], op[hi - 1]
+
+        def inside(o):
+            fo, oo = o["file_id"], o["op"]
+            return (((fo > kf) | ((fo == kf) & (oo >= ko))) & ((fo < jf) | ((fo == jf) & (oo <= jo))))
+
+        got = []
+        for o in src.batches_of(i, need):
+            keep = _selected(o, mask) & inside(o)
+            if not keep.any():
+                continue
+            t = Table._trusted({c: o[c][keep] for c in cols})
+            if total > cap:  # one group: in time order already
+                yield t
+            else:
+                got.append(t)
+        if got:
+            t = Table.concat(got) if len(got) > 1 else got[0]
+            if hi - lo > 1:
+                order = np.lexsort((t["op"], t["file_id"]))
+                t = t.take(order)
+            for sl in batches.chunks(len(t), chunk):
+                yield Table._trusted({c: t[c][sl] for c in cols})
+        lo = hi
+
+
+def _pair_counts(f: np.ndarray, op: np.ndarray, n: np.ndarray):
+    """Distinct (file, op) pairs, sorted, with the sum of ``n`` of each."""
+    o = np.lexsort((op, f))
+    fs, ops, ns = f[o], op[o], n[o]
+    start = np.flatnonzero(np.r_[True, (fs[1:] != fs[:-1]) | (ops[1:] != ops[:-1])])
+    return fs[start], ops[start], np.add.reduceat(ns, start)
 
 
 def _same_group(t: Table, prev: dict | None) -> np.ndarray:

@@ -150,10 +150,72 @@ def _union_of_source(ops: "batches.OpsSource", n: int) -> np.ndarray:
     clip = min(procs) < 0 or max(procs) > max(n - 1, 0)
     if clip and len(set(np.clip(procs, 0, max(n - 1, 0)).tolist())) != len(procs):
         return _union_per_proc(np.clip(ops["proc"], 0, max(n - 1, 0)), ops["start_s"], ops["end_s"], n)  # merged processes
-    for g, t in enumerate(batches.process_tables(ops, ("proc", "start_s", "end_s"))):
-        proc = np.clip(t["proc"], 0, max(n - 1, 0)) if clip else t["proc"]
-        out += _union_per_proc(proc, t["start_s"], t["end_s"], n, t0=t0, span=span, group_base=g)
+    for g, parts in enumerate(batches.process_batches(ops, ("proc", "start_s", "end_s"))):
+        fold, p0 = None, 0
+        for t in parts:
+            if fold is None:
+                p0, fold = int(t["proc"][0]), _UnionFold(t0, span, g)
+            fold.add(t["start_s"], t["end_s"])
+        if fold is not None:
+            pc = int(np.clip(p0, 0, max(n - 1, 0))) if clip else p0
+            if 0 <= pc < n:
+                part = np.zeros(n)
+                part[pc] = fold.finish()
+                out += part
     return out
+
+
+class _UnionFold:
+    """``_union_per_proc`` of one process whose operations come in batches in time order (the table's order), with
+    the job's ``t0``, ``span`` and the process's group number ``g``: the same floats, batch by batch.  It carries the
+    running maximum of the shifted end times, the open run's start and the running sum of the closed runs'
+    lengths (added one by one, in order, as ``np.bincount`` adds them)."""
+
+    def __init__(self, t0: float, span: float, g: int) -> None:
+        self.t0, self.off = t0, np.asarray([g], "i8") * span  # (group_base + cumsum(first) - 1) * span
+        self.off = float(self.off[0])
+        self.acc = -np.inf  # running maximum of e + off
+        self.prev_cm: float | None = None  # cm of the previous operation (None: none yet)
+        self.run_start = 0.0  # start (s) of the open run
+        self.total = 0.0
+
+    def add(self, start: np.ndarray, end: np.ndarray) -> None:
+        if not len(start):
+            return
+        s = start - self.t0
+        e = np.maximum(end - self.t0, s)
+        cmx = np.maximum.accumulate(e + self.off)
+        if self.acc > cmx[0]:
+            np.maximum(cmx, self.acc, out=cmx)
+        self.acc = float(cmx[-1])
+        cm = cmx - self.off
+        del cmx, e
+        prev = np.empty_like(cm)
+        prev[0] = -1.0 if self.prev_cm is None else self.prev_cm
+        prev[1:] = cm[:-1]
+        new_run = s > prev
+        if self.prev_cm is None:
+            new_run[0] = True
+        del prev
+        starts = np.flatnonzero(new_run)
+        # a run ends where the next one starts; cm is non-decreasing, so a run's largest cm is its last row's
+        lengths = [cm[starts[1:] - 1] - s[starts[:-1]]]
+        if self.prev_cm is not None and len(starts):
+            # the open run ended with the previous batch, or continues into this one up to its first new run
+            end = self.prev_cm if starts[0] == 0 else float(cm[starts[0] - 1])
+            lengths.insert(0, np.asarray([end - self.run_start]))
+        if len(starts):
+            self.run_start = float(s[starts[-1]])
+        ls = np.concatenate(lengths)
+        if len(ls):
+            self.total = float(np.cumsum(np.r_[self.total, ls])[-1])
+        self.prev_cm = float(cm[-1])
+
+    def finish(self) -> float:
+        """The union's length: the closed runs and the open one."""
+        if self.prev_cm is None:
+            return 0.0
+        return float(np.cumsum(np.r_[self.total, self.prev_cm - self.run_start])[-1])
 
 
 def _sorted_by(g: np.ndarray, t: np.ndarray) -> bool:

@@ -18,7 +18,7 @@ from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
 from ...units import fmt_bytes, fmt_pct
-from ..batches import process_tables
+from ..batches import process_batches
 from ..metrics import file_paths, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
 from ..nputil import percentile
 from ..timemodel import meta_span_rows
@@ -32,7 +32,8 @@ _META_CODES = [OP[k] for k in ("open", "stat", "seek", "fsync", "readdir", "mkdi
 
 def _peak_rate(profile: JobProfile) -> tuple[float, dict[str, int]]:
     starts, kinds = [], np.zeros(len(OP), "i8")
-    for o in process_tables(profile.ops, ("op", "start_s")):  # one process at a time when the ops are a source
+    # one bounded batch at a time when the ops are a source: counts and a minimum, exact in any grouping
+    for o in (b for parts in process_batches(profile.ops, ("op", "start_s")) for b in parts):
         m = np.isin(o["op"], _META_CODES)
         starts.append(o["start_s"][m])
         kinds += np.bincount(o["op"][m], minlength=len(OP))

@@ -16,7 +16,7 @@ from ...config import Config
 from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ...units import fmt_bytes, fmt_pct
-from ..batches import process_tables
+from ..batches import process_batches
 from ..metrics import (col, file_paths, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
                        robust_z)
 from ._common import finding, top_files
@@ -132,7 +132,7 @@ def _finish_and_host(profile: JobProfile, procs: np.ndarray, peers: np.ndarray) 
     start = profile.job.start_s or 0.0
     if m.dxt_complete:
         end = np.full(m.nprocs, -np.inf)
-        for o in process_tables(profile.ops, ("proc", "end_s")):  # maxima: exact in any grouping
+        for o in (b for parts in process_batches(profile.ops, ("proc", "end_s")) for b in parts):  # maxima: any grouping
             np.maximum.at(end, np.clip(o["proc"], 0, m.nprocs - 1), o["end_s"] - start)
     else:
         lv = m.level

@@ -25,13 +25,15 @@ import numpy as np
 from ..nputil import unique
 from ...collectors.embedded.format import (
     HEADER_DTYPE, HEADER_SIZE, HF_CAPPED, HF_EXEC, HF_EXITED, MAGIC, MODULE_POSIX, MODULE_STDIO,
-    OPC, RECORD_DTYPE, RF_FAILED, RF_OFFSET_UNKNOWN,
+    OPC, RECORD_DTYPE, RF_FAILED,
 )
 from ...collectors.embedded.format import read_names as _read_names
 from ...errors import InputNotFound
-from ...profile import OP, OPS_MODULE, JobInfo, JobProfile, LoadIssue, ProgramInfo, Table
+from ...profile import JobInfo, JobProfile, LoadIssue, ProgramInfo, Table
+from .. import batches as _batches
 from ..batches import OpsBuilder, OpsSource, chunks, streams
 from .embedded_counters import module_counters
+from .embedded_ops import Scan, _ops_batch, _reload_ops, fold_counters, ordered_ops
 
 __all__ = ["load_traces", "BLIND_SPOTS", "raw_records"]
 
@@ -49,15 +51,6 @@ BLIND_SPOTS = [
     "in their environment, and setuid programs",
     "MPI-IO, HDF5 and PnetCDF library-level modules (only POSIX and STDIO)",
 ]
-
-# raw code -> ops-table code
-_OPC_TO_OP = np.full(256, OP["other"], dtype="i1")
-for _raw, _op in (("read", "read"), ("write", "write"), ("open", "open"), ("fdopen", "open"), ("opendir", "open"),
-                  ("close", "close"), ("closedir", "close"), ("stat", "stat"), ("seek", "seek"), ("fsync", "fsync"),
-                  ("fdatasync", "fsync"), ("readdir", "readdir"), ("mkdir", "mkdir"), ("rename", "rename"),
-                  ("unlink", "unlink"), ("rmdir", "unlink")):
-    _OPC_TO_OP[OPC[_raw]] = OP[_op]
-
 
 # ---------------------------------------------------------------------------
 # raw trace files
@@ -116,55 +109,17 @@ def _fs_of(paths: list[str], mounts: list[tuple[str, str]]) -> tuple[list[str], 
     return mnt, fst
 
 
-def _capped_issue(path: Path, h: np.void, recs: np.ndarray, dropped: int) -> LoadIssue:
-    """What a record cap dropped, and where: every operation after the last one recorded."""
+def _capped_issue(path: Path, h: np.void, n_recs: int, last_ns: int | None, dropped: int) -> LoadIssue:
+    """What a record cap dropped, and where: every operation after the last one recorded (ending at ``last_ns``)."""
     where = ""
-    if len(recs):
-        last = (int((recs["start_ns"] + recs["dur_ns"]).max()) - int(h["start_ns"])) * 1e-9
+    if n_recs and last_ns is not None:
+        last = (last_ns - int(h["start_ns"])) * 1e-9
         where = f" (every operation after {last:.3f} s into process {int(h['pid'])}; its trace is {path.name})"
     return LoadIssue(
         path=str(path), kind="partial-module", module="POSIX",
         cause=f"the record cap of {int(h['cap'])} per process was reached: {dropped} later operations were not recorded"
               + where,
         next_step="counts are lower bounds; raise the cap (IODIAG_MAX_RECORDS, or max_records= when preparing the run)")
-
-
-def _ops_batch(proc: int, r: np.ndarray, columns=None) -> dict[str, np.ndarray]:
-    """ops columns (all, or only ``columns``) of a chunk of one process's successful records."""
-    want = (lambda c: True) if columns is None else columns.__contains__
-    out: dict[str, Any] = {}
-    op = _OPC_TO_OP[r["op"]]
-    if want("offset") or want("length"):
-        is_rw = (op == OP["read"]) | (op == OP["write"])
-        if want("offset"):
-            off = r["offset"]
-            offset = np.where(is_rw & ((r["flags"] & RF_OFFSET_UNKNOWN) == 0), off, -1)
-            seek = op == OP["seek"]
-            if seek.any():
-                offset[seek] = off[seek]
-            out["offset"] = offset
-        if want("length"):
-            is_rw |= op == OP["readdir"]
-            out["length"] = np.where(is_rw, r["length"], 0)
-    make = {
-        "proc": lambda: proc, "thread": lambda: r["tid"], "file_id": lambda: r["file_id"],
-        "module": lambda: np.where(r["module"] == MODULE_STDIO, OPS_MODULE["STDIO"], OPS_MODULE["POSIX"]),
-        "op": lambda: op, "start_s": lambda: r["start_ns"].astype("f8") * 1e-9,
-        "end_s": lambda: (r["start_ns"] + r["dur_ns"]).astype("f8") * 1e-9,
-    }
-    out.update({c: f() for c, f in make.items() if want(c)})
-    return out
-
-
-def _reload_ops(path: Path, n: int, i: int, columns=None):
-    """The ops batches (all columns, or only ``columns``) of process i re-read from its trace: the records
-    ``load_traces`` kept (recorded, not failed), converted chunk by chunk as on the first reading."""
-    recs = np.fromfile(path, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
-    keep = (recs["op"] != 0) & ((recs["flags"] & RF_FAILED) == 0)
-    ok = recs if bool(keep.all()) else recs[keep]
-    del recs, keep
-    for sl in chunks(len(ok)):
-        yield _ops_batch(i, ok[sl], columns)
 
 
 def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBuilder | OpsSource,
@@ -273,7 +228,17 @@ def _read_process(i: int, h: np.void, n: int, p: Path, proc_start: np.ndarray, b
                   counter_parts: dict[str, list[Table]], ids: set[int], proc_cols: dict[str, list],
                   issues: list[LoadIssue], totals: dict[str, Any]) -> None:
     """Process i's trace into the job: its row of ``proc_cols``, its ops, counters and file ids (``_fold_process``),
-    what it lost (``issues``) and the job's counts of failed, in-flight and dropped operations (``totals``)."""
+    what it lost (``issues``) and the job's counts of failed, in-flight and dropped operations (``totals``).
+    A process of more than ``CHUNK_OPS`` records in a job kept as a source is read in chunks (``_stream_process``):
+    its records are never held at once."""
+    if isinstance(builder, OpsSource) and n > _batches.CHUNK_OPS:
+        try:
+            _stream_process(i, h, n, p, proc_start, builder, counter_parts, ids, proc_cols, issues, totals)
+            return
+        except (OSError, ValueError) as exc:  # vanished or shrank while it was read: no partial process is kept
+            from ...errors import InputUnreadable
+
+            raise InputUnreadable(f"{p}: {exc}", hint="report the job again once nothing writes its traces") from None
     try:
         recs = np.fromfile(p, dtype=RECORD_DTYPE, count=n, offset=HEADER_SIZE)
     except (OSError, ValueError) as exc:  # vanished or shrank between the header and the records
@@ -285,6 +250,39 @@ def _read_process(i: int, h: np.void, n: int, p: Path, proc_start: np.ndarray, b
     recs = recs[valid] if inflight else recs
     failed = (recs["flags"] & RF_FAILED) != 0
     n_failed = int(failed.sum())
+    last_ns = int((recs["start_ns"] + recs["dur_ns"]).max()) if len(recs) else None
+    _process_row(i, h, p, proc_start, len(recs), inflight, n_failed, last_ns, proc_cols, issues, totals)
+    ok = recs[~failed] if n_failed else recs
+    del recs, valid, failed
+    _fold_process(i, ok, proc_start, builder, counter_parts, ids, reload=partial(_reload_ops, p, n, i))
+
+
+def _stream_process(i: int, h: np.void, n: int, p: Path, proc_start: np.ndarray, builder: OpsSource,
+                    counter_parts: dict[str, list[Table]], ids: set[int], proc_cols: dict[str, list],
+                    issues: list[LoadIssue], totals: dict[str, Any]) -> None:
+    """``_read_process`` of a process too large to hold: one reading in chunks for its row, its file ids and the
+    job-wide summaries of its ops, a second in time order for its counters (``embedded_ops.fold_counters``); its ops
+    are registered with the source as bounded batches in table order."""
+    scan = Scan(_batches.CHUNK_OPS)
+    ids_here: set[int] = set()
+    plan_box: list = []
+
+    def reload(columns=None):
+        return ordered_ops(p, n, i, plan_box[0], columns)
+
+    builder.add(i, reload, scan.batches(i, p, n, ids_here), ordered=True)
+    plan_box.append(scan.plan())
+    _process_row(i, h, p, proc_start, scan.n_recs, scan.inflight, scan.n_failed, scan.last_ns, proc_cols, issues, totals)
+    ids.update(ids_here)
+    for mod, table in fold_counters(p, n, i, plan_box[0], scan, float(proc_start[i])):
+        counter_parts[mod].append(table)
+
+
+def _process_row(i: int, h: np.void, p: Path, proc_start: np.ndarray, n_recs: int, inflight: int, n_failed: int,
+                 last_ns: int | None, proc_cols: dict[str, list], issues: list[LoadIssue],
+                 totals: dict[str, Any]) -> None:
+    """Process i's row of ``proc_cols``, its issues (killed, capped) and its part of the job's ``totals``, from the
+    counts of its records: recorded (``n_recs``), lost in flight, failed, and the end of its last record."""
     totals["failed"] += n_failed
     totals["inflight"] += inflight
     flags = int(h["flags"])
@@ -293,15 +291,14 @@ def _read_process(i: int, h: np.void, n: int, p: Path, proc_start: np.ndarray, b
     capped = bool(flags & HF_CAPPED) or dropped > 0
     totals["capped"] |= capped
     killed = not (flags & (HF_EXITED | HF_EXEC))
-    last_ns = int((recs["start_ns"] + recs["dur_ns"]).max()) if len(recs) else int(h["start_ns"])
-    end_ns = max(int(h["end_ns"]), last_ns)  # atexit handlers may still do I/O after exit() was called
+    end_ns = max(int(h["end_ns"]), int(h["start_ns"]) if last_ns is None else last_ns)  # atexit handlers may do I/O
     argv = bytes(h["cmdline"])[: int(h["cmdline_len"])].split(b"\0")
     argv = [a.decode("utf-8", "surrogateescape") for a in argv if a]
     row = {"proc": i, "log": i, "rank": 0, "pid": int(h["pid"]), "ppid": int(h["ppid"]), "host": _cstr(h["host"]),
            "exe": _cstr(h["exe"]), "args": " ".join(argv[1:]), "log_path": str(p), "start_s": proc_start[i],
            "end_s": end_ns * 1e-9, "partial": killed or capped,
            "end_kind": "exec" if flags & HF_EXEC else ("exit" if flags & HF_EXITED else "killed"),
-           "exit_status": int(h["exit_status"]), "records": len(recs), "dropped": dropped}
+           "exit_status": int(h["exit_status"]), "records": n_recs, "dropped": dropped}
     for k in _PROC_COLUMNS:
         proc_cols[k].append(row[k])
     if killed:
@@ -309,14 +306,11 @@ def _read_process(i: int, h: np.void, n: int, p: Path, proc_start: np.ndarray, b
             path=str(p), kind="killed",
             cause=(f"process {int(h['pid'])} ended without running its exit handlers (a signal such as SIGTERM or SIGKILL, or "
                    "os._exit as multiprocessing pool workers do); "
-                   f"its trace holds {len(recs)} operations up to the kill"
+                   f"its trace holds {n_recs} operations up to the kill"
                    + (f", {inflight} in flight were lost" if inflight else "")),
             next_step="numbers for this process stop at the kill; the rest of the job is complete"))
     if capped:
-        issues.append(_capped_issue(p, h, recs, dropped))
-    ok = recs[~failed] if n_failed else recs
-    del recs, valid, failed
-    _fold_process(i, ok, proc_start, builder, counter_parts, ids, reload=partial(_reload_ops, p, n, i))
+        issues.append(_capped_issue(p, h, n_recs, last_ns, dropped))
 
 
 def _files_table(ids: set[int], names: dict[int, str], mounts: list[tuple[str, str]]) -> Table:

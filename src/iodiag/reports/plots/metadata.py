@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...analyzers.batches import process_tables
+from ...analyzers.batches import process_batches
 from ...profile import OP, OP_NAMES, JobProfile, Table
 from .. import svg
 from ._grid import spread
@@ -39,8 +39,8 @@ def metadata_over_time(profile: JobProfile, *, n_bins: int = N_BINS) -> Table:
     bin_s = (t1 - t0) / n_bins
     counts = {k: np.zeros(n_bins) for k in KINDS}
     source = None
-    # whole processes at a time (an OpsSource is never read whole): the counts are sums of ones, exact in any order
-    for part in process_tables(profile.ops, ("op", "start_s")):
+    # bounded batches (an OpsSource is never read whole): the counts are sums of ones, exact in any order
+    for part in (b for parts in process_batches(profile.ops, ("op", "start_s")) for b in parts):
         meta = part["op"] >= OP["open"]
         if not meta.any():
             continue

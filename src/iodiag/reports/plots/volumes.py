@@ -102,11 +102,11 @@ def access_sizes(profile: JobProfile) -> Table:
                 counts.append(int(np.maximum(t[name], 0).sum()))
                 source.append("counters")
     if not mods and len(profile.ops):
-        from ...analyzers.batches import process_tables
+        from ...analyzers.batches import process_batches
         from ...profile import OP, OPS_MODULES
 
         hists: dict[tuple[int, str], np.ndarray] = {}  # counts, summed one process at a time (exact)
-        for ops in process_tables(profile.ops, ("module", "op", "length")):
+        for ops in (b for parts in process_batches(profile.ops, ("module", "op", "length")) for b in parts):
             for code in unique(ops["module"]).tolist():
                 for direction in ("read", "write"):
                     sel = (ops["module"] == code) & (ops["op"] == OP[direction])

@@ -39,6 +39,7 @@ from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
 from .gains import _nothing_to_gain, _with_gain, io_bound
+from .open_once import open_once_rec as _open_once
 from .jobfacts import IO_ONLY, RESHAPES, Fix, FixContext, JobFacts, NoSetting, job_facts
 from .recommendation import Change, Recommendation
 from .settings import (_alignment_rec, _chunks_from_files, _chunks_from_tasks, _python_buffering, _rmw_setting,
@@ -162,76 +163,6 @@ def _stat_seek_rec(f: Finding, j: JobFacts) -> Recommendation:
     return Recommendation(id="fewer-metadata-calls", title=f"Drop {int(ev.get('stats_count', 0)):,} stats and "
                           f"{int(ev.get('seeks_count', 0)):,} seeks", settings={"pread": True}, gain=IO_ONLY,
                           changes=tuple(Change("snippet", s) for s in code))
-
-
-def _file_writes(profile, path: str) -> tuple[float, float]:
-    """(write calls, opens) of ``path`` in the job."""
-    import numpy as np
-
-    from ..analyzers.metrics import metrics_of
-
-    m = metrics_of(profile)
-    hit = np.isin(m.file_ids, profile.files["file_id"][profile.files["path"] == path])
-    fs = m.file_stats
-    return float(fs["writes"][hit].sum()), float(fs["opens"][hit].sum())
-
-
-def _file_written(profile, path: str) -> bool:
-    """Whether the job writes ``path`` at its re-opens: write calls at least half as many as its opens (a file
-    written once, then re-opened to read it step by step, is a read loop)."""
-    writes, opens = _file_writes(profile, path)
-    return writes > 0 and writes * 2 >= opens
-
-
-def _open_once(f: Finding, j: JobFacts, path: str | None, profile=None) -> Recommendation:
-    if path and profile is not None:  # the layers that file itself was opened through
-        from ..analyzers.detectors.layers import file_layers
-
-        fid = profile.files["file_id"][profile.files["path"] == path]
-        j = replace(j, layers=frozenset(file_layers(profile, fid)) or j.layers)
-    p = path or (f.files[0] if f.files else "path")
-    name = p.rsplit("/", 1)[-1]
-    opens = int((f.facts.get("reopened") or {}).get("opens") or f.evidence.get("opens_count", 0))
-    title = (f"Open {name} once instead of {opens:,} times" if path else
-             f"Open each file once per process ({opens:,} opens of {j.files:,} file(s))")
-    netcdf = name.endswith((".nc", ".nc4", ".cdf")) or "PnetCDF" in j.layers
-    hdf5 = name.lower().endswith((".h5", ".hdf5", ".he5"))
-    array = netcdf or hdf5 or name.endswith((".grib", ".grb2"))
-    written = _file_written(profile, path) if path and profile is not None else j.writes
-    # a C open mode: read-only unless the job writes that file at all (any write needs write access)
-    any_write = (_file_writes(profile, p)[0] > 0) if profile is not None and (path or f.files) else j.writes
-    if j.python and array and written and (netcdf or hdf5):
-        # the file is re-opened to write (append) each step: open it once for appending, close it after the loop
-        if hdf5 and not netcdf:
-            code = (f'h5 = h5py.File("{p}", "a")  # once, before the loop\n'
-                    'for t, step in enumerate(steps):\n'
-                    '    h5["var"][t] = step  # write step t (resize an unlimited dataset first)\n'
-                    'h5.close()  # once, after the loop')
-        else:
-            code = (f'nc = netCDF4.Dataset("{p}", "a")  # once, before the loop\n'
-                    'for t, step in enumerate(steps):\n'
-                    '    nc["var"][t] = step  # write step t\n'
-                    '    nc.sync()  # only if readers need each step on disk at once\n'
-                    'nc.close()  # once, after the loop')
-    elif j.python and array:
-        code = (f'ds = xr.open_dataset("{p}")  # once, before the loop\n'
-                'for t in range(ds.sizes["time"]):\n    step = ds.isel(time=t).load()')
-    elif j.python:
-        mode = "rb" if not j.writes else "r+b"
-        code = f'f = open("{p}", "{mode}")  # once, before the loop; f.seek(off) per step'
-    elif ("HDF5" in j.layers or name.lower().endswith((".h5", ".hdf5", ".he5"))) and not netcdf:
-        code = f'f = H5Fopen("{p}", {"H5F_ACC_RDWR" if any_write else "H5F_ACC_RDONLY"}, fapl);  /* once */'
-    elif netcdf:
-        code = f'nc_open("{p}", {"NC_WRITE" if any_write else "NC_NOWRITE"}, &ncid);  /* once */'
-    elif "MPI-IO" in j.layers:
-        code = f'MPI_File_open(comm, "{p}", mode, info, &fh);  /* once */'
-    elif j.top == "STDIO":
-        code = f'fp = fopen("{p}", "{"r" if not j.writes else "r+"}");  /* once */'
-    else:
-        code = f'fd = open("{p}", {"O_RDONLY" if not j.writes else "O_RDWR"});  /* once */'
-    # opening a NetCDF/HDF5 file also decodes its header (work outside the I/O calls): no bound for that
-    return Recommendation(id="open-once", title=title, settings={"open_once": path or True},
-                          changes=(Change("snippet", code),), gain=RESHAPES if array or "HDF5" in j.layers else IO_ONLY)
 
 
 def _fsync_rec(f: Finding, j: JobFacts) -> Recommendation:

@@ -215,13 +215,18 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
     m = metrics if metrics is not None else metrics_of(profile)
     measured = _measured(profile, m)
     record: Mapping[str, Any] | None = None
+    folder = _job_folder(profile)
+    found = results_record(folder) if folder else None  # a file of the job folder: part of the job
     if params is not None:
         record = params if "workload" in params else None
         if record is None:
-            record = {"workload": _workload_of_params(params), "params": dict(params)}
+            wl = _workload_of_params(params)
+            # the command's parameters say which workload ran; its results record, when the run left one in the
+            # job folder, also has the array's shape and the phase timings
+            record = found if found is not None and found.get("workload") == wl else {"workload": wl,
+                                                                                        "params": dict(params)}
     else:
-        folder = _job_folder(profile)
-        record = results_record(folder) if folder else None
+        record = found
     if record is not None and record.get("shape"):
         f = planned_features(record, snapshot=profile.job.snapshot, cwd=(profile.job.metadata or {}).get("cwd"))
     else:
@@ -236,10 +241,72 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
         if measured.get(k) is not None:
             f[k] = measured[k]
     f["missing"] = [k for k in ("workload", "pattern", "array_mb") if f.get(k) is None]
+    f["wall_s"] = measured.get("runtime_s")
+    f["phase_s"], f["phase_from"] = trained_phase(profile, record, f)
     live = list(dict.fromkeys(f.pop("live_metadata", []) + live_stores(profile)))
     if live:
         f["based_on"] = str(f.get("based_on") or BASED_ON_MEASURED) + live_note(live)
     return f
+
+
+def trained_phase(profile, record: Mapping[str, Any] | None, f: Mapping[str, Any]) -> tuple[float | None, str]:
+    """(seconds, how found) of the part of the job the trained model's ratio is for: a conversion's write phase,
+    a read's pattern time.  From the workload's results record when the job has one; else estimated from the
+    profile: the span of the Dask task stream's compute tasks (a Dask job), else the span of the job's reads and
+    writes (first start to last end); (None, why) when neither is known."""
+    if record is not None and record.get("shape"):
+        if f.get("workload") == "convert":
+            w = (record.get("timings_s") or {}).get("write")
+            if w is not None:
+                return float(w), "the write phase in the job's results record"
+        elif f.get("time_s") is not None:
+            return float(f["time_s"]), f"the {f.get('pattern')} pattern's time in the job's results record"
+    t = profile.tasks
+    if len(t):
+        comp = t["phase"].astype(str) == "compute"
+        if comp.any():
+            span = float(t["end_s"][comp].max() - t["start_s"][comp].min())
+            if span > 0:
+                return span, "estimated: the span of the Dask task stream's compute tasks (no results record)"
+    span = _io_span(profile)
+    if span:
+        return span, "estimated: the span of the job's reads and writes (no results record)"
+    return None, "no results record, no Dask task stream and no timed I/O"
+
+
+def _io_span(profile) -> float | None:
+    """First read/write start to last read/write end, over every process: from the traced operations when there
+    are any, else from the counters' first-read/write and last-read/write timestamps (relative to each log's
+    start)."""
+    import numpy as np
+
+    from ..profile import OP
+
+    ops = profile.ops
+    if profile.has_dxt:
+        rw = ops["op"] <= OP["write"]
+        if rw.any():
+            return float(ops["end_s"][rw].max() - ops["start_s"][rw].min())
+    p = profile.processes
+    if not len(p):
+        return None
+    base = np.zeros(int(p["log"].max()) + 1)
+    base[p["log"]] = p["start_s"]
+    lo, hi = [], []
+    for mod in ("POSIX", "STDIO"):
+        t = profile.module(mod)
+        if t is None:
+            continue
+        for word in ("READ", "WRITE"):
+            s, e = t.get(f"{mod}_F_{word}_START_TIMESTAMP"), t.get(f"{mod}_F_{word}_END_TIMESTAMP")
+            if s is None or e is None:
+                continue
+            ok = (e > 0) & (e >= s)
+            if ok.any():
+                b = base[t["log"][ok]]
+                lo.append(float((b + s[ok]).min()))
+                hi.append(float((b + e[ok]).max()))
+    return max(hi) - min(lo) if lo else None
 
 
 def live_stores(profile) -> list[str]:
@@ -368,4 +435,5 @@ def setting_row(workload: str, f: Mapping[str, Any]) -> dict[str, Any]:
 
 __all__ = ["FEATURES_VERSION", "SCENARIO_INPUTS", "SETTING_INPUTS", "LAYOUTS", "BASED_ON_PARAMS",
            "BASED_ON_MEASURED", "job_features", "planned_features", "results_record", "layout_of",
-           "layout_chunks", "chunks_for_mb", "scenario_row", "setting_row", "live_stores", "live_note"]
+           "layout_chunks", "chunks_for_mb", "scenario_row", "setting_row", "live_stores", "live_note",
+           "trained_phase"]

@@ -17,8 +17,14 @@ Features come from two places, with the same names:
   sizes, metadata share, files, processes; ``analyzers/metrics.py``, ``timemodel.py``), the Dask task stream
   (``tasktime.py``), the file system of the files and Lustre striping from LUSTRE records.  A job recorded by
   ``iodiag run`` around an iodiag workload also has its results record in the job folder, which fills in what
-  counters cannot say (the access pattern); without one the features say so (``based_on``) and only what was
-  measured is used.
+  counters cannot say (the access pattern); it is read whether or not the command's parameters are given (it
+  is a file of the job folder, never the live store); without one the features say so (``based_on``) and only
+  what was measured is used.
+
+Every job's features also carry its wall time (``wall_s``) and the time of the phase the trained model's ratio is
+for (``phase_s``: a conversion's write phase, a read's pattern time; ``phase_from`` says where it came from: the
+results record, else an estimate from the Dask task stream or the span of the job's I/O): the calibration turns
+the model's ratio into a whole-run gain with them (``recommend/calibration.py``).
 
 Everything here is pure apart from reading a job's results record (and, for a job without a snapshot or a planned
 run, a read store's metadata); nothing prints, scikit-learn is never imported.

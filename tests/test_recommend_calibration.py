@@ -62,7 +62,11 @@ def test_held_out_coverage_is_recomputed_without_leaking_a_pair():
         fheld = sum(p["amdahl"] * math.exp(-q) <= p["measured"] <= p["amdahl"] * math.exp(q)
                     for p in later for q in [_band([e for e in mine if e["batch"] < p["batch"]])])
         assert state[wl]["forward_coverage"] == (fheld / len(later) if later else None)
-        gate = held / len(mine) if not later else min(held / len(mine), fheld / len(later))
+        # by array scale: each scale's pairs judged by the band from the other scales only
+        sheld = sum(p["amdahl"] * math.exp(-q) <= p["measured"] <= p["amdahl"] * math.exp(q)
+                    for p in mine for q in [_band([e for e in mine if e["shape"] != p["shape"]])])
+        assert state[wl]["scale_coverage"] == sheld / len(mine)
+        gate = min([held / len(mine), sheld / len(mine)] + ([fheld / len(later)] if later else []))
         assert state[wl]["coverage"] == gate
         assert 0 <= state[wl]["slope_form_coverage"] <= 1
 
@@ -124,6 +128,8 @@ def test_evaluate_reports_the_coverage():
         assert c == cal.evaluate()[wl]
         assert f"the band held for **{c['coverage']:.0%}**" in text
         assert f"the first form held for {c['slope_form_coverage']:.0%}" in text
+        assert f"leave one out {c['loo_coverage']:.0%}" in text and f"by array scale {c['scale_coverage']:.0%}" in text
+        assert ("band shown" if c["coverage"] >= cal.COVERAGE else "band not shown") in text
 
 
 # ------------------------------------------------------------------------------------------------ a real job

@@ -14,12 +14,13 @@ own measured times: ``A = W / (W - P + P / raw)``, ``W`` the job's wall time and
 else estimated from the profile: ``recommend.features.trained_phase``).  No fitted slope: the residual of a pair is
 ``log(measured) - log(A)``, and the band is ``A`` times ``exp(±q)``, ``q`` the split-conformal half-width: the
 ``ceil(COVERAGE (n + 1))``-th smallest absolute residual of the ``n`` pairs.  Whether that band can be believed is
-checked twice without leaking a pair (``evaluate``): *leave one out* (each pair in turn held out, ``q`` taken from
-the others; with nothing fitted but ``q`` this holds for ``ceil(COVERAGE n) / n`` of ``n`` pairs by construction,
-so it mostly says how wide the band must be), and *forward* (the pairs of each later batch of runs judged by the
-band taken from the earlier batches alone: pairs that did not exist when the band was made, and that can miss).
-The band is shown only when both held for at least ``COVERAGE`` of their pairs; otherwise the gain is "unknown —
-measure it", the prediction named in the notes.
+checked three ways without leaking a pair (``evaluate``): *leave one out* (each pair in turn held out, ``q`` taken
+from the others; with nothing fitted but ``q`` this holds for ``ceil(COVERAGE n) / n`` of ``n`` pairs by
+construction, so it says how wide the band must be, not that it holds), *by array scale* (each scale's pairs
+judged by the band from the other scales, as the training is validated), and *forward* (the pairs of each later
+batch of runs judged by the band taken from the earlier batches alone: pairs that did not exist when the band was
+made).  The band is shown only when all three held for at least ``COVERAGE`` of their pairs; otherwise the gain is
+"unknown — measure it", the prediction named in the notes.
 
 (The first form, ``log(measured) = slope * log(raw)`` with no phase, held for 75 % of the held-out conversions and
 put iodiag's own 1-step conversion at 1.7x where verify measured 4.64x: it ignored how much of the run the trained
@@ -130,6 +131,20 @@ def forward(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def by_scale(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each pair judged by the band taken from the pairs at the other array scales only (as the training is
+    validated: leave one array scale out)."""
+    out = []
+    for r in pairs:
+        others = [p for p in pairs if p["shape"] != r["shape"]]
+        if len(others) < MIN_PAIRS:
+            continue
+        q = fit(others)
+        lo, hi = r["amdahl"] * math.exp(-q), r["amdahl"] * math.exp(q)
+        out.append({**r, "low": lo, "high": hi, "held": lo <= r["measured"] <= hi})
+    return out
+
+
 def slope_form_coverage(pairs: Sequence[Mapping[str, Any]]) -> float:
     """The held-out coverage of the first form (``log m = slope * log raw`` through the origin, no phase), for
     comparison only: nothing shown uses it."""
@@ -158,13 +173,16 @@ def _state(path: str | None = None) -> dict[str, Any]:
         loo = sum(j["held"] for j in judged) / len(judged)
         later = forward(mine)
         fwd = sum(j["held"] for j in later) / len(later) if later else None
+        scales = by_scale(mine)
+        sc = sum(j["held"] for j in scales) / len(scales) if scales else None
         loads = [r["load1"] for r in mine if r.get("load1") is not None]
         # Leave-one-out of a band with no fitted parameter holds for ceil(COVERAGE n) / n of n distinct residuals
         # by construction (>= COVERAGE): it says how wide the band must be, not that it holds.  What can fail is
-        # the band taken from earlier batches on pairs measured later: the coverage that gates the band is the
-        # lower of the two.
+        # the band taken from other array scales, or from earlier batches on pairs measured later: the coverage
+        # that gates the band is the lowest of the three.
         by[wl] = {"pairs": len(mine), "q": fit(mine), "loo_coverage": loo, "judged": judged,
-                  "forward_coverage": fwd, "forward": later, "coverage": loo if fwd is None else min(loo, fwd),
+                  "scale_coverage": sc, "by_scale": scales, "forward_coverage": fwd, "forward": later,
+                  "coverage": min(c for c in (loo, sc, fwd) if c is not None),
                   "slope_form_coverage": slope_form_coverage(mine),
                   "load1": (min(loads), max(loads)) if loads else None}
     return by
@@ -216,6 +234,6 @@ def calibrated(rec: Recommendation, path: str | None = None, *, wall_s: float | 
                "with iodiag verify",))
 
 
-__all__ = ["CALIBRATION_TABLE", "COVERAGE", "amdahl", "read_pairs", "residual", "fit", "held_out", "forward",
+__all__ = ["CALIBRATION_TABLE", "COVERAGE", "amdahl", "read_pairs", "residual", "fit", "held_out", "by_scale", "forward",
            "slope_form_coverage",
            "evaluate", "workload_of", "calibrated"]

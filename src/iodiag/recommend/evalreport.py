@@ -90,8 +90,9 @@ def calibration_markdown(cal: Mapping[str, Any]) -> str:
            "(conversion: the write phase; read: the pattern), raw the model's ratio for that phase; the band is "
            f"A ×/÷ exp(q), q the split-conformal half-width that holds {fmt_pct(COVERAGE)} of the pairs. *Held out*: "
            "each pair judged by the band taken from the others (with nothing fitted but the band's width this "
-           f"holds for ⌈{COVERAGE} n⌉ / n of n pairs by construction); *forward*: the pairs of a later batch of "
-           "runs judged by the band from the earlier batches alone. The band is shown in reports only when both "
+           f"holds for ⌈{COVERAGE} n⌉ / n of n pairs by construction); *by array scale*: each scale's pairs judged by "
+           "the band from the other scales; *forward*: the pairs of a later batch of runs judged by the band from "
+           "the earlier batches alone. The band is shown in reports only when all three "
            f"held for at least {fmt_pct(COVERAGE)} of their pairs. The first form (log measured = slope × log raw, no phase) is "
            "listed for comparison only.", ""]
     wls = [w for w in cal if w != "provenance"]
@@ -107,18 +108,23 @@ def calibration_markdown(cal: Mapping[str, Any]) -> str:
         fwd = (f"forward (the band from earlier batches on the {len(c['forward'])} pairs measured later) "
                f"{fmt_pct(c['forward_coverage'])}" if c.get("forward_coverage") is not None else
                "forward: no later batch")
+        scale = (f"by array scale {fmt_pct(c['scale_coverage'])}" if c.get("scale_coverage") is not None
+                 else "by array scale: one scale only")
         out += [f"**{wl}**: {c['pairs']} pairs; band ×/÷ {math.exp(c['q']):.2f}; the band held for "
-                f"**{fmt_pct(c['coverage'])}** of the held-out pairs (band {shown}; leave one out "
-                f"{fmt_pct(c['loo_coverage'])}, by construction at least {fmt_pct(COVERAGE)}; {fwd}); the first "
+                f"**{fmt_pct(c['coverage'])}** of the held-out pairs (band {shown}; the lowest of: leave one out "
+                f"{fmt_pct(c['loo_coverage'])}, by construction at least {fmt_pct(COVERAGE)}; {scale}; {fwd}); the first "
                 f"form held for {fmt_pct(c['slope_form_coverage'])} (leave one out){load}.", "",
-                "| pair | before → after | raw prediction | W / P (s) | A (held-out band) | measured (wall) | held | "
-                "measured (trained phase) | load |",
-                "|---|---|---:|---:|---:|---:|:---:|---:|---:|"]
+                "| pair | before → after | raw prediction | W / P (s) | A (band, leave one out) | measured (wall) | "
+                "held | band by scale | held | measured (trained phase) | load |",
+                "|---|---|---:|---:|---:|---:|:---:|---:|:---:|---:|---:|"]
+        sc = {j["pair"]: j for j in c.get("by_scale") or ()}
         for j in c["judged"]:
+            k = sc.get(j["pair"])
             out.append(f"| `{j['pair']}` | `{j['before']}` → `{j['after']}` | {j['predicted']:.2f}× | "
                        f"{j['wall_s']:.2f} / {j['phase_s']:.2f} | {j['amdahl']:.2f}× ({j['low']:.2f}–{j['high']:.2f}×) | "
-                       f"{j['measured']:.2f}× | {'yes' if j['held'] else 'no'} | {j['measured_trained_phase']:.2f}× | "
-                       f"{_f(j.get('load1'), 1)} |")
+                       f"{j['measured']:.2f}× | {'yes' if j['held'] else 'no'} | "
+                       + (f"{k['low']:.2f}–{k['high']:.2f}× | {'yes' if k['held'] else 'no'} | " if k else "– | – | ")
+                       + f"{j['measured_trained_phase']:.2f}× | {_f(j.get('load1'), 1)} |")
         if c.get("forward"):
             out += ["", "Forward: each pair of a later batch judged by the band taken from the earlier batches alone.", "",
                     "| pair | batch | A (band from earlier batches) | measured (wall) | held |", "|---|---:|---:|---:|:---:|"]

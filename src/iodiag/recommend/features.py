@@ -258,8 +258,8 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
 def trained_phase(profile, record: Mapping[str, Any] | None, f: Mapping[str, Any]) -> tuple[float | None, str]:
     """(seconds, how found) of the part of the job the trained model's ratio is for: a conversion's write phase,
     a read's pattern time.  From the workload's results record when the job has one; else estimated from the
-    profile: the span of the Dask task stream's compute tasks (a Dask job), else the span of the job's reads and
-    writes (first start to last end); (None, why) when neither is known."""
+    profile: the span of the Dask task stream's compute tasks (a Dask job), else the span of the reads and writes
+    of the job's data files (first start to last end); (None, why) when neither is known."""
     if record is not None and record.get("shape"):
         if f.get("workload") == "convert":
             w = (record.get("timings_s") or {}).get("write")
@@ -276,21 +276,43 @@ def trained_phase(profile, record: Mapping[str, Any] | None, f: Mapping[str, Any
                 return span, "estimated: the span of the Dask task stream's compute tasks (no results record)"
     span = _io_span(profile)
     if span:
-        return span, "estimated: the span of the job's reads and writes (no results record)"
+        return span, "estimated: the span of the reads and writes of the job's data files (no results record)"
     return None, "no results record, no Dask task stream and no timed I/O"
 
 
+def _data_file_ids(profile):
+    """The file ids of the job's data: its Zarr stores and NetCDF/HDF5 files, else every file but Python's own
+    (modules, extensions) and /proc, /sys, /dev (a Python program reads its imports from the first second on:
+    they are not the phase a data layout changes)."""
+    import numpy as np
+
+    from ..analyzers.detectors._zarr import path_kind
+
+    f = profile.files
+    if not len(f):
+        return np.zeros(0, dtype="i8")
+    paths = [str(p) for p in f["path"].tolist()]
+    kinds = [path_kind(p) for p in paths]
+    data = [k in ("zarr-chunk", "netcdf-hdf5") or ".zarr/" in p for p, k in zip(paths, kinds)]
+    if not any(data):
+        data = [k != "python-import" and not p.startswith(("/proc/", "/sys/", "/dev/")) for p, k in zip(paths, kinds)]
+    return np.asarray(f["file_id"])[np.asarray(data, dtype=bool)]
+
+
 def _io_span(profile) -> float | None:
-    """First read/write start to last read/write end, over every process: from the traced operations when there
-    are any, else from the counters' first-read/write and last-read/write timestamps (relative to each log's
-    start)."""
+    """First read/write start to last read/write end of the job's data files (``_data_file_ids``), over every
+    process: from the traced operations when there are any, else from the counters' first-read/write and
+    last-read/write timestamps (relative to each log's start)."""
     import numpy as np
 
     from ..profile import OP
 
+    ids = _data_file_ids(profile)
+    if not len(ids):
+        return None
     ops = profile.ops
     if profile.has_dxt:
-        rw = ops["op"] <= OP["write"]
+        rw = (ops["op"] <= OP["write"]) & np.isin(ops["file_id"], ids)
         if rw.any():
             return float(ops["end_s"][rw].max() - ops["start_s"][rw].min())
     p = profile.processes
@@ -307,7 +329,7 @@ def _io_span(profile) -> float | None:
             s, e = t.get(f"{mod}_F_{word}_START_TIMESTAMP"), t.get(f"{mod}_F_{word}_END_TIMESTAMP")
             if s is None or e is None:
                 continue
-            ok = (e > 0) & (e >= s)
+            ok = (e > 0) & (e >= s) & np.isin(t["file_id"], ids)
             if ok.any():
                 b = base[t["log"][ok]]
                 lo.append(float((b + s[ok]).min()))

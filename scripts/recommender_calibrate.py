@@ -14,7 +14,8 @@ or already agrees with the job are listed as skipped, never measured.  Nothing i
 in the table comes from a run.  The table's header lines say where and when; ``--append`` adds a batch (its own header line) to the table
 instead of replacing it.  ``--set 1`` is the first batch (2026-11-26 09:16, 2 reps); ``--set 2`` the second, at
 other array scales, with before settings shaped like docs/recommender-verify.md's case (c): 1-step time chunks
-(cut in plev, or whole steps) on 2 Dask workers.
+(cut in plev, or whole steps) on 2 Dask workers; ``--set 3`` (conversions only) four more scales, the (c) shape
+on 2 and on 1 worker and tiny chunks on 1 worker.
 """
 
 from __future__ import annotations
@@ -66,6 +67,19 @@ CONVERT_BEFORE2 = [
     (lambda s: ("--chunk-mb", "0.05"), "zstd", 2),
 ]
 READ2 = {"r200": (200, 10, 90, 180), "r500": (500, 2, 64, 128)}
+# the third batch (chosen before it was run, to judge the band of the first two forward): four more scales, the
+# docs' (c) shape on 2 and on 1 worker, and tiny chunks on 1 worker
+CONVERT3 = {
+    "c150": (150, 6, 80, 160),
+    "c400": (400, 3, 60, 120),
+    "c60": (60, 12, 96, 192),
+    "c250": (250, 5, 72, 144),
+}
+CONVERT_BEFORE3 = [
+    (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 2),
+    (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 1),
+    (("--chunk-mb", "0.05"), "none", 1),
+]
 READ = {"r600": (600, 2, 46, 90), "r64": (64, 10, 91, 180), "r36": (36, 19, 91, 180)}
 # before store layouts of a read: (chunks as a function of the shape, compressor, zarr format), patterns
 READ_BEFORE = [
@@ -131,7 +145,7 @@ def _timed(cmd_a: list[str], cmd_b: list[str], res: Path, reps: int, cwd: Path, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--set", type=int, default=2, choices=(1, 2), help="which batch of scales and settings")
+    ap.add_argument("--set", type=int, default=3, choices=(1, 2, 3), help="which batch of scales and settings")
     ap.add_argument("--append", action="store_true", help="add the pairs to the table instead of replacing it")
     ap.add_argument("--out", default=str(REPO / "src" / "iodiag" / "recommend" / "data" / "calibration.csv"))
     ap.add_argument("--only", default="convert,read")
@@ -149,7 +163,8 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    convert, convert_before, read = (CONVERT, CONVERT_BEFORE, READ) if a.set == 1 else (CONVERT2, CONVERT_BEFORE2, READ2)
+    convert, convert_before, read = {1: (CONVERT, CONVERT_BEFORE, READ), 2: (CONVERT2, CONVERT_BEFORE2, READ2),
+                                     3: (CONVERT3, CONVERT_BEFORE3, {})}[a.set]
     if "convert" in a.only:
         for name, (t, p, y, x) in convert.items():
             src = work / f"{name}.nc"

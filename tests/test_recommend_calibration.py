@@ -185,7 +185,7 @@ def test_a_job_with_its_results_record_is_advised_on_it_and_its_own_times(conver
 
 def test_a_job_without_a_record_estimates_its_phase_from_the_profile(conversion, monkeypatch):
     from iodiag.analyzers.job import load_job_record
-    from iodiag.recommend.features import job_features
+    from iodiag.recommend.features import estimated_phase, job_features
 
     tmp, home, rec = conversion
     monkeypatch.setenv("IODIAG_HOME", home)
@@ -195,7 +195,12 @@ def test_a_job_without_a_record_estimates_its_phase_from_the_profile(conversion,
     shutil.move(str(rec.folder / "results.json"), str(tmp / "results.json"))
     try:
         alone = job_features(prof)
+        adv = _advice(home, rec, monkeypatch)
     finally:
         shutil.move(str(tmp / "results.json"), str(rec.folder / "results.json"))
-    assert alone["phase_from"].startswith("estimated: the span of")
-    assert 0 < alone["phase_s"] and alone["wall_s"] == prof.job.runtime_s
+    tree = next(r for r in adv.recommendations if r.source == "tree")
+    assert tree.abstain is None and "the run left no results record" in tree.based_on  # now true
+    assert any("Amdahl" in n and "estimated: the span of" in n for n in tree.notes), tree.notes
+    assert alone["phase_s"] is None and alone["wall_s"] == prof.job.runtime_s
+    phase, how = estimated_phase(prof)  # what the engine then uses, and names in the note
+    assert how.startswith("estimated: the span of") and 0 < phase <= prof.job.runtime_s

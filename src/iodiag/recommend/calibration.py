@@ -11,7 +11,7 @@ What a user gets from a change is the whole run's time, so the gain shown is for
 and the model's raw ratio only speaks for the phase it was trained on.  The prediction is Amdahl's, with the job's
 own measured times: ``A = W / (W - P + P / raw)``, ``W`` the job's wall time and ``P`` the time of its trained phase
 (the conversion's write phase or the read's pattern time: from the workload's results record in the job folder,
-else estimated from the profile: ``recommend.features.trained_phase``).  No fitted slope: the residual of a pair is
+else estimated from the profile: ``recommend.features.estimated_phase``).  No fitted slope: the residual of a pair is
 ``log(measured) - log(A)``, and the band is ``A`` times ``exp(±q)``, ``q`` the split-conformal half-width: the
 ``ceil(COVERAGE (n + 1))``-th smallest absolute residual of the ``n`` pairs.  Whether that band can be believed is
 checked three ways without leaking a pair (``evaluate``): *leave one out* (each pair in turn held out, ``q`` taken

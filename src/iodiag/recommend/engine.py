@@ -105,8 +105,12 @@ def recommend(profile, *, metrics=None, findings: Sequence[Finding], config: Con
     elif tree.abstain is None and tree.settings:
         from .calibration import calibrated
 
-        tree = calibrated(tree, wall_s=feats.get("wall_s"), phase_s=feats.get("phase_s"),
-                          phase_from=str(feats.get("phase_from") or ""))
+        phase, how = feats.get("phase_s"), str(feats.get("phase_from") or "")
+        if phase is None:  # no results record: the phase as the profile shows it (the note says it is an estimate)
+            from .features import estimated_phase
+
+            phase, how = estimated_phase(profile)
+        tree = calibrated(tree, wall_s=feats.get("wall_s"), phase_s=phase, phase_from=how)
     if tree.abstain is not None or not tree.settings:
         return rules + [tree]
     return combine(tree, rules, findings)

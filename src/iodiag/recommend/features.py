@@ -22,9 +22,9 @@ Features come from two places, with the same names:
   what was measured is used.
 
 Every job's features also carry its wall time (``wall_s``) and the time of the phase the trained model's ratio is
-for (``phase_s``: a conversion's write phase, a read's pattern time; ``phase_from`` says where it came from: the
-results record, else an estimate from the Dask task stream or the span of the job's I/O): the calibration turns
-the model's ratio into a whole-run gain with them (``recommend/calibration.py``).
+for (``phase_s``: a conversion's write phase, a read's pattern time, from the results record; ``phase_from`` says
+so); for a job without one, ``estimated_phase`` estimates it from the Dask task stream or the span of the data
+files' I/O.  The calibration turns the model's ratio into a whole-run gain with them (``recommend/calibration.py``).
 
 Everything here is pure apart from reading a job's results record (and, for a job without a snapshot or a planned
 run, a read store's metadata); nothing prints, scikit-learn is never imported.
@@ -248,18 +248,18 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
             f[k] = measured[k]
     f["missing"] = [k for k in ("workload", "pattern", "array_mb") if f.get(k) is None]
     f["wall_s"] = measured.get("runtime_s")
-    f["phase_s"], f["phase_from"] = trained_phase(profile, record, f)
+    # the trained phase from the results record here; an estimate from the profile only when asked
+    # (``estimated_phase``: the engine does, for a job the tree advises)
+    f["phase_s"], f["phase_from"] = recorded_phase(record, f)
     live = list(dict.fromkeys(f.pop("live_metadata", []) + live_stores(profile)))
     if live:
         f["based_on"] = str(f.get("based_on") or BASED_ON_MEASURED) + live_note(live)
     return f
 
 
-def trained_phase(profile, record: Mapping[str, Any] | None, f: Mapping[str, Any]) -> tuple[float | None, str]:
-    """(seconds, how found) of the part of the job the trained model's ratio is for: a conversion's write phase,
-    a read's pattern time.  From the workload's results record when the job has one; else estimated from the
-    profile: the span of the Dask task stream's compute tasks (a Dask job), else the span of the reads and writes
-    of the job's data files (first start to last end); (None, why) when neither is known."""
+def recorded_phase(record: Mapping[str, Any] | None, f: Mapping[str, Any]) -> tuple[float | None, str]:
+    """(seconds, how found) of the part of the job the trained model's ratio is for (a conversion's write phase,
+    a read's pattern time) from the workload's results record; (None, "") without one."""
     if record is not None and record.get("shape"):
         if f.get("workload") == "convert":
             w = (record.get("timings_s") or {}).get("write")
@@ -267,6 +267,13 @@ def trained_phase(profile, record: Mapping[str, Any] | None, f: Mapping[str, Any
                 return float(w), "the write phase in the job's results record"
         elif f.get("time_s") is not None:
             return float(f["time_s"]), f"the {f.get('pattern')} pattern's time in the job's results record"
+    return None, ""
+
+
+def estimated_phase(profile) -> tuple[float | None, str]:
+    """(seconds, how found) of the trained phase of a job without a results record, from its profile: the span of
+    the Dask task stream's compute tasks (a Dask job), else the span of the reads and writes of the job's data
+    files (first start to last end); (None, why) when neither is known."""
     t = profile.tasks
     if len(t):
         comp = t["phase"].astype(str) == "compute"
@@ -464,4 +471,4 @@ def setting_row(workload: str, f: Mapping[str, Any]) -> dict[str, Any]:
 __all__ = ["FEATURES_VERSION", "SCENARIO_INPUTS", "SETTING_INPUTS", "LAYOUTS", "BASED_ON_PARAMS",
            "BASED_ON_MEASURED", "job_features", "planned_features", "results_record", "layout_of",
            "layout_chunks", "chunks_for_mb", "scenario_row", "setting_row", "live_stores", "live_note",
-           "trained_phase"]
+           "recorded_phase", "estimated_phase"]

@@ -2,10 +2,10 @@
 
 ``data/calibration.csv`` holds pairs measured by ``scripts/recommender_calibrate.py``: an iodiag conversion or
 read at an array scale absent from the training table, run with a "before" setting and with the model's
-recommendation, interleaved; its `#` lines (one per batch of runs) say where, when and under which load.  Each row has the model's raw
-prediction (the regressor's ratio of relative performances, trained on the conversions' write phase and the
-reads' pattern time) and the measured speedups of the whole command's wall time, the workload's own section and
-the trained phase.
+recommendation, interleaved; its ``#`` lines (one per batch of runs) say where, when and under which load.
+Each row has the model's raw prediction (the regressor's ratio of relative performances, trained on the
+conversions' write phase and the reads' pattern time), the measured times of both sides (the whole command's
+wall time, the workload's own section, the trained phase) and the load.
 
 What a user gets from a change is the whole run's time, so the gain shown is for the **wall time of the command**,
 and the model's raw ratio only speaks for the phase it was trained on.  The prediction is Amdahl's, with the job's
@@ -78,7 +78,8 @@ def read_pairs(path: str | Path | None = None) -> tuple[list[dict[str, Any]], st
             continue
         try:
             w, ph, raw = float(r["wall_before_s"]), float(r["model_before_s"]), float(r["predicted"])
-            rows.append({**r, "batch": batch, "predicted": raw, "wall_s": w, "phase_s": ph, "amdahl": amdahl(w, ph, raw),
+            rows.append({**r, "batch": batch, "predicted": raw, "wall_s": w, "phase_s": ph,
+                         "amdahl": amdahl(w, ph, raw),
                          "measured": w / float(r["wall_after_s"]),
                          "measured_trained_phase": ph / float(r["model_after_s"]),
                          "load1": float(r["load1"]) if r.get("load1") else None})
@@ -215,7 +216,8 @@ def calibrated(rec: Recommendation, path: str | None = None, *, wall_s: float | 
             f"({st.get('pairs', 0)}) to validate a band for the whole run",))
     if not wall_s or wall_s <= 0 or phase_s is None or phase_s <= 0:
         return replace(rec, **unknown, notes=rec.notes + (
-            f"the model's raw ratio {raw:.1f}x is for its training phase ({'the write phase' if wl == 'convert' else 'the read pattern'}); "
+            f"the model's raw ratio {raw:.1f}x is for its training phase "
+            f"({'the write phase' if wl == 'convert' else 'the read pattern'}); "
             "the job's wall time or that phase's time is not known, so no gain for the whole run is shown: "
             "measure it with iodiag verify",))
     a = amdahl(wall_s, phase_s, raw)
@@ -226,14 +228,14 @@ def calibrated(rec: Recommendation, path: str | None = None, *, wall_s: float | 
             f"{fmt_pct(st['coverage'])} of the {wl} pairs measured here that the model never saw, held out "
             "(iodiag recommend evaluate)")
     if st["coverage"] >= COVERAGE:
-        return replace(rec, gain="predicted", expected_speedup=round(a, 3), speedup_low=round(a * math.exp(-st["q"]), 3),
-                       speedup_high=round(a * math.exp(st["q"]), 3), notes=rec.notes + (note,))
+        return replace(rec, gain="predicted", expected_speedup=round(a, 3),
+                       speedup_low=round(a * math.exp(-st["q"]), 3), speedup_high=round(a * math.exp(st["q"]), 3),
+                       notes=rec.notes + (note,))
     # a band that did not hold is no band, and a point without one is no prediction: the gain is unknown
     return replace(rec, **unknown, notes=rec.notes + (
         note + f"; under {fmt_pct(COVERAGE)}, so neither the band nor the {a:.1f}x is shown as a gain: measure it "
                "with iodiag verify",))
 
 
-__all__ = ["CALIBRATION_TABLE", "COVERAGE", "amdahl", "read_pairs", "residual", "fit", "held_out", "by_scale", "forward",
-           "slope_form_coverage",
-           "evaluate", "workload_of", "calibrated"]
+__all__ = ["CALIBRATION_TABLE", "COVERAGE", "amdahl", "read_pairs", "residual", "fit", "held_out", "by_scale",
+           "forward", "slope_form_coverage", "evaluate", "workload_of", "calibrated"]

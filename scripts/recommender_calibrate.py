@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure (job, change) pairs the trained model never saw, to calibrate and validate its predicted gains.
 
-    python scripts/recommender_calibrate.py [--reps 2] [--out src/iodiag/recommend/data/calibration.csv]
+    python scripts/recommender_calibrate.py [--reps 3] [--set 1|2] [--append] [--out src/iodiag/recommend/data/calibration.csv]
 
 Each pair: an iodiag conversion or read workload at an array scale that is not in the training table
 (``recommend/data/training.csv``), run with a "before" setting; ``planned_features`` of its results record goes
@@ -11,7 +11,11 @@ raw predicted speedup and band, and the measured speedups (median before / media
 wall time, of the workload's own section (conversion: open .. last chunk written; read: the pattern) and of the
 part the model was trained on (conversion: the write phase; read: the pattern).  Pairs where the model abstains
 or already agrees with the job are listed as skipped, never measured.  Nothing is typed in by hand: every number
-in the table comes from a run.  The table's header lines say where and when.
+in the table comes from a run.  The table's header lines say where and when; ``--append`` adds a batch (its own header line) to the table
+instead of replacing it.  ``--set 1`` is the first batch (2026-11-26 09:16, 2 reps); ``--set 2`` the second, at
+other array scales, with before settings shaped like docs/recommender-verify.md's case (c): 1-step time chunks
+(cut in plev, or whole steps) on 2 Dask workers; ``--set 3`` (conversions only) four more scales, the (c) shape
+on 2 and on 1 worker and tiny chunks on 1 worker.
 """
 
 from __future__ import annotations
@@ -49,6 +53,32 @@ CONVERT_BEFORE = [
     (("--chunk-mb", "0.05"), "zstd", 1),
     (("--chunk-mb", "50"), "none", 2),
     (("--chunk-mb", "0.5"), "none", 1),
+]
+# the second batch: scales absent from the training table and from the first batch
+CONVERT2 = {
+    "c200": (200, 10, 90, 180),
+    "c500": (500, 2, 64, 128),
+    "c120": (120, 8, 72, 144),
+    "c90": (90, 19, 73, 144),
+}
+CONVERT_BEFORE2 = [
+    (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 2),  # docs' (c): 1 step, 1 level
+    (lambda s: ("--chunks", ",".join(map(str, (1, *s[1:])))), "none", 2),  # one whole step per chunk
+    (lambda s: ("--chunk-mb", "0.05"), "zstd", 2),
+]
+READ2 = {"r200": (200, 10, 90, 180), "r500": (500, 2, 64, 128)}
+# the third batch (chosen before it was run, to judge the band of the first two forward): four more scales, the
+# docs' (c) shape on 2 and on 1 worker, and tiny chunks on 1 worker
+CONVERT3 = {
+    "c150": (150, 6, 80, 160),
+    "c400": (400, 3, 60, 120),
+    "c60": (60, 12, 96, 192),
+    "c250": (250, 5, 72, 144),
+}
+CONVERT_BEFORE3 = [
+    (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 2),
+    (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 1),
+    (("--chunk-mb", "0.05"), "none", 1),
 ]
 READ = {"r600": (600, 2, 46, 90), "r64": (64, 10, 91, 180), "r36": (36, 19, 91, 180)}
 # before store layouts of a read: (chunks as a function of the shape, compressor, zarr format), patterns
@@ -114,7 +144,9 @@ def _timed(cmd_a: list[str], cmd_b: list[str], res: Path, reps: int, cwd: Path, 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--set", type=int, default=3, choices=(1, 2, 3), help="which batch of scales and settings")
+    ap.add_argument("--append", action="store_true", help="add the pairs to the table instead of replacing it")
     ap.add_argument("--out", default=str(REPO / "src" / "iodiag" / "recommend" / "data" / "calibration.csv"))
     ap.add_argument("--only", default="convert,read")
     ap.add_argument("--work", default=None)
@@ -131,12 +163,15 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
+    convert, convert_before, read = {1: (CONVERT, CONVERT_BEFORE, READ), 2: (CONVERT2, CONVERT_BEFORE2, READ2),
+                                     3: (CONVERT3, CONVERT_BEFORE3, {})}[a.set]
     if "convert" in a.only:
-        for name, (t, p, y, x) in CONVERT.items():
+        for name, (t, p, y, x) in convert.items():
             src = work / f"{name}.nc"
             _run(["-m", "iodiag.workloads.gen", "--out", str(src), "--time", str(t), "--plev", str(p), "--lat", str(y),
                   "--lon", str(x)], work, env)
-            for size, comp, workers in CONVERT_BEFORE:
+            for size, comp, workers in convert_before:
+                size = size((t, p, y, x)) if callable(size) else size
                 res = work / f"{name}.json"
                 before = ["-m", "iodiag.workloads.convert", "--src", str(src), "--dst", str(work / f"{name}.zarr"),
                           *size, "--compressor", comp, "--workers", str(workers), "--threads", "1", "--results", str(res)]
@@ -156,7 +191,7 @@ def main() -> int:
                 note({**row, **m, "predicted": rec.expected_speedup, "predicted_low": rec.speedup_low,
                       "predicted_high": rec.speedup_high, "load1": round(loads[-1], 2)})
     if "read" in a.only:
-        for name, shape in READ.items():
+        for name, shape in read.items():
             for chunks_of, comp, fmt, pattern in READ_BEFORE:
                 ch = chunks_of(shape)
                 store = work / f"{name}-{'-'.join(map(str, ch))}-{comp}-v{fmt}.zarr"
@@ -196,15 +231,17 @@ def main() -> int:
 
     sha = hashlib.sha256((REPO / "src" / "iodiag" / "recommend" / "data" / "model.json").read_bytes()).hexdigest()[:12]
     out = Path(a.out)
-    with out.open("w", newline="") as fh:
-        fh.write(f"# measured by scripts/recommender_calibrate.py --reps {a.reps} with the shipped model (model.json "
+    append = a.append and out.exists()
+    with out.open("a" if append else "w", newline="") as fh:
+        fh.write(f"# {'then ' if append else ''}measured by scripts/recommender_calibrate.py --reps {a.reps} --set {a.set} with the shipped model (model.json "
                  f"sha256 {sha}…) on "
                  f"{platform.node()} ({os.cpu_count()} cores, {platform.platform()}), "
                  f"{datetime.fromtimestamp(started, timezone.utc):%Y-%m-%d %H:%M}-"
                  f"{datetime.now(timezone.utc):%H:%M} UTC, 1-min load {min(loads, default=0):.1f}-"
                  f"{max(loads, default=0):.1f}; median of {a.reps} interleaved runs per side\n")
         w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
+        if not append:
+            w.writeheader()
         for r in rows:
             w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
     print(f"{sum('skipped' not in r for r in rows)} pairs measured, {sum('skipped' in r for r in rows)} skipped -> {out}; "

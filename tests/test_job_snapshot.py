@@ -69,19 +69,27 @@ def test_the_job_records_its_metadata_snapshot(conversion_job):
 
 def test_report_is_unchanged_when_the_output_is_deleted(conversion_job, tmp_path):
     d, store, rec = conversion_job
-    # an old job: the same folder without its snapshot (as recorded before snapshots existed)
+    # an old job: the same folder without its snapshot (as recorded before snapshots existed), and without the
+    # workload's results record (a user's own script leaves none): only the live store can say what the array is
     old_store = tmp_path / "old-store"
     old = shutil.copytree(rec.folder, old_store / "jobs" / rec.folder.name)
     (old / "meta" / "snapshot.json").unlink()
+    (old / "results.json").unlink()
+    # an old job that has its results record (a file of the job folder): the record says what the array was
+    rec_store = tmp_path / "record-store"
+    with_rec = shutil.copytree(rec.folder, rec_store / "jobs" / rec.folder.name)
+    (with_rec / "meta" / "snapshot.json").unlink()
 
     with_snap = _report(store, rec.id, d)
     live = _report(old_store, rec.id, d)
+    record_only = _report(rec_store, rec.id, d)
     out = d / "out.zarr"
     saved = shutil.copytree(out, tmp_path / "saved.zarr")
     shutil.rmtree(out)
     try:
         with_snap_gone = _report(store, rec.id, d)
         live_gone = _report(old_store, rec.id, d)
+        record_only_gone = _report(rec_store, rec.id, d)
     finally:
         shutil.copytree(saved, out)
 
@@ -97,6 +105,13 @@ def test_report_is_unchanged_when_the_output_is_deleted(conversion_job, tmp_path
     # ... and without the store it still reports, but on less: what the snapshot protects against
     assert live_gone["job"]["id"] == rec.id and live_gone["recommendations"]
     assert _advice(live_gone) != _advice(with_snap)
+    # the job's own results record keeps the trained model's advice the same, store or no store
+    # (based_on differs only by naming the store read live while it was there)
+    tree = [{k: v for k, v in r.items() if k != "based_on"} for r in record_only["recommendations"]
+            if r["source"] == "tree"]
+    assert tree and tree == [{k: v for k, v in r.items() if k != "based_on"}
+                             for r in record_only_gone["recommendations"] if r["source"] == "tree"]
+    assert not any("no results record" in r["based_on"] for r in record_only_gone["recommendations"])
 
 
 def test_a_damaged_snapshot_is_an_issue_and_the_job_still_reports(conversion_job, tmp_path):

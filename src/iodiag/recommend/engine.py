@@ -46,13 +46,14 @@ def load_tree(path: str | None = None, *, strict: bool = False) -> tuple[Any, st
         return None, str(exc)
 
 
-def _tree_advice(model: Any, profile, metrics, params) -> Recommendation:
+def _tree_advice(model: Any, profile, metrics, params) -> tuple[Recommendation, dict]:
+    """The tree's advice and the features it was given (the job's wall time and trained-phase time among them)."""
     try:
         from .features import job_features  # noqa: PLC0415
     except ImportError:
-        return _abstain("the trained model's features module is not installed: rules only")
+        return _abstain("the trained model's features module is not installed: rules only"), {}
     feats = job_features(profile, metrics=metrics, params=params)
-    return model.advise(feats)
+    return model.advise(feats), feats
 
 
 def _with_args(rec: Recommendation, params: Mapping[str, Any] | None) -> Recommendation:
@@ -86,6 +87,7 @@ def recommend(profile, *, metrics=None, findings: Sequence[Finding], config: Con
     cfg = config or Config()
     based = "workload parameters and measured features" if params else "measured features only"
     rules = rule_recommendations(profile, findings, cfg, params)
+    feats: dict = {}
     if model is None:
         tree = _abstain(model_error or NO_MODEL, based)
     else:
@@ -93,7 +95,8 @@ def recommend(profile, *, metrics=None, findings: Sequence[Finding], config: Con
             from ..analyzers.metrics import metrics_of
 
             metrics = metrics_of(profile)
-        tree = _with_args(_tree_advice(model, profile, metrics, params), params)
+        tree, feats = _tree_advice(model, profile, metrics, params)
+        tree = _with_args(tree, params)
         if not tree.based_on:
             tree = replace(tree, based_on=based)
     if tree.abstain is not None and not params and not profile.job.arrays and not len(profile.tasks):
@@ -102,7 +105,12 @@ def recommend(profile, *, metrics=None, findings: Sequence[Finding], config: Con
     elif tree.abstain is None and tree.settings:
         from .calibration import calibrated
 
-        tree = calibrated(tree)
+        phase, how = feats.get("phase_s"), str(feats.get("phase_from") or "")
+        if phase is None:  # no results record: the phase as the profile shows it (the note says it is an estimate)
+            from .features import estimated_phase
+
+            phase, how = estimated_phase(profile)
+        tree = calibrated(tree, wall_s=feats.get("wall_s"), phase_s=phase, phase_from=how)
     if tree.abstain is not None or not tree.settings:
         return rules + [tree]
     return combine(tree, rules, findings)

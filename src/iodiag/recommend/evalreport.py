@@ -85,26 +85,54 @@ def calibration_markdown(cal: Mapping[str, Any]) -> str:
            "`src/iodiag/recommend/data/calibration.csv`, measured by `scripts/recommender_calibrate.py`"
            + (f" ({cal['provenance']})" if cal.get("provenance") else "") + ". Each pair: an iodiag workload at an "
            "array scale absent from the training table, run with a *before* setting and with the model's "
-           "recommendation, interleaved. The gain a report shows is calibrated against the whole command's wall "
-           "time: log(measured) = slope × log(raw prediction), band ± the half-width that holds "
-           f"{fmt_pct(COVERAGE)} of the pairs. *Held out*: each pair judged by the calibration fitted on the others; the "
-           f"band is shown in reports only when it held for at least {fmt_pct(COVERAGE)} of them.", ""]
+           "recommendation, interleaved. The gain a report shows is for the whole command's wall time, by Amdahl "
+           "with the job's own times: A = W / (W − P + P / raw), W the before run's wall time, P its trained phase "
+           "(conversion: the write phase; read: the pattern), raw the model's ratio for that phase; the band is "
+           f"A ×/÷ exp(q), q the split-conformal half-width that holds {fmt_pct(COVERAGE)} of the pairs. *Held out*: "
+           "each pair judged by the band taken from the others (with nothing fitted but the band's width this "
+           f"holds for ⌈{COVERAGE} n⌉ / n of n pairs by construction); *by array scale*: each scale's pairs "
+           "judged by the band from the other scales; *forward*: the pairs of a later batch of runs judged by the "
+           "band from the earlier batches alone. The band is shown in reports only when all three "
+           f"held for at least {fmt_pct(COVERAGE)} of their pairs. The first form (log measured = slope × log raw, "
+           "no phase) is listed for comparison only.", ""]
     wls = [w for w in cal if w != "provenance"]
     if not wls:
         return "\n".join(out + ["No measured pairs: every predicted gain is shown as unknown.", ""])
     for wl in wls:
         c = cal[wl]
-        if "slope" not in c:
+        if "q" not in c:
             out += [f"**{wl}**: {c['pairs']} measured pairs, too few to calibrate: its gains are shown as unknown.", ""]
             continue
         shown = "shown" if c["coverage"] >= COVERAGE else "not shown"
-        out += [f"**{wl}**: {c['pairs']} pairs; slope {c['slope']:.3f}, band ×/÷ {math.exp(c['q']):.2f}; the band held "
-                f"for **{fmt_pct(c['coverage'])}** of the held-out pairs (band {shown}).", "",
-                "| pair | before → after | raw prediction | held-out band | measured (wall) | held | measured (trained phase) |",
-                "|---|---|---:|---:|---:|:---:|---:|"]
+        load = f"; 1-minute load {c['load1'][0]:.1f}–{c['load1'][1]:.1f} during the pairs" if c.get("load1") else ""
+        fwd = (f"forward (the band from earlier batches on the {len(c['forward'])} pairs measured later) "
+               f"{fmt_pct(c['forward_coverage'])}" if c.get("forward_coverage") is not None else
+               "forward: no later batch")
+        scale = (f"by array scale {fmt_pct(c['scale_coverage'])}" if c.get("scale_coverage") is not None
+                 else "by array scale: one scale only")
+        out += [f"**{wl}**: {c['pairs']} pairs; band ×/÷ {math.exp(c['q']):.2f}; the band held for "
+                f"**{fmt_pct(c['coverage'])}** of the held-out pairs (band {shown}; the lowest of: leave one out "
+                f"{fmt_pct(c['loo_coverage'])}, by construction at least {fmt_pct(COVERAGE)}; {scale}; {fwd}); "
+                f"the first form held for {fmt_pct(c['slope_form_coverage'])} (leave one out){load}.", "",
+                "| pair | before → after | raw prediction | W / P (s) | A (band, leave one out) | measured (wall) | "
+                "held | band by scale | held | measured (trained phase) | load |",
+                "|---|---|---:|---:|---:|---:|:---:|---:|:---:|---:|---:|"]
+        sc = {j["pair"]: j for j in c.get("by_scale") or ()}
         for j in c["judged"]:
+            k = sc.get(j["pair"])
             out.append(f"| `{j['pair']}` | `{j['before']}` → `{j['after']}` | {j['predicted']:.2f}× | "
-                       f"{j['low']:.2f}–{j['high']:.2f}× | {j['measured']:.2f}× | {'yes' if j['held'] else 'no'} | "
-                       f"{j['measured_trained_phase']:.2f}× |")
+                       f"{j['wall_s']:.2f} / {j['phase_s']:.2f} | "
+                       f"{j['amdahl']:.2f}× ({j['low']:.2f}–{j['high']:.2f}×) | "
+                       f"{j['measured']:.2f}× | {'yes' if j['held'] else 'no'} | "
+                       + (f"{k['low']:.2f}–{k['high']:.2f}× | {'yes' if k['held'] else 'no'} | " if k else "– | – | ")
+                       + f"{j['measured_trained_phase']:.2f}× | {_f(j.get('load1'), 1)} |")
+        if c.get("forward"):
+            out += ["", "Forward: each pair of a later batch judged by the band taken from the earlier batches "
+                        "alone.", "",
+                    "| pair | batch | A (band from earlier batches) | measured (wall) | held |",
+                    "|---|---:|---:|---:|:---:|"]
+            for j in c["forward"]:
+                out.append(f"| `{j['pair']}` | {j['batch']} | {j['amdahl']:.2f}× "
+                           f"({j['low']:.2f}–{j['high']:.2f}×) | {j['measured']:.2f}× | {'yes' if j['held'] else 'no'} |")
         out.append("")
     return "\n".join(out)

@@ -17,8 +17,14 @@ Features come from two places, with the same names:
   sizes, metadata share, files, processes; ``analyzers/metrics.py``, ``timemodel.py``), the Dask task stream
   (``tasktime.py``), the file system of the files and Lustre striping from LUSTRE records.  A job recorded by
   ``iodiag run`` around an iodiag workload also has its results record in the job folder, which fills in what
-  counters cannot say (the access pattern); without one the features say so (``based_on``) and only what was
-  measured is used.
+  counters cannot say (the access pattern); it is read whether or not the command's parameters are given (it
+  is a file of the job folder, never the live store); without one the features say so (``based_on``) and only
+  what was measured is used.
+
+Every job's features also carry its wall time (``wall_s``) and the time of the phase the trained model's ratio is
+for (``phase_s``: a conversion's write phase, a read's pattern time, from the results record; ``phase_from`` says
+so); for a job without one, ``estimated_phase`` estimates it from the Dask task stream or the span of the data
+files' I/O.  The calibration turns the model's ratio into a whole-run gain with them (``recommend/calibration.py``).
 
 Everything here is pure apart from reading a job's results record (and, for a job without a snapshot or a planned
 run, a read store's metadata); nothing prints, scikit-learn is never imported.
@@ -215,13 +221,18 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
     m = metrics if metrics is not None else metrics_of(profile)
     measured = _measured(profile, m)
     record: Mapping[str, Any] | None = None
+    folder = _job_folder(profile)
+    found = results_record(folder) if folder else None  # a file of the job folder: part of the job
     if params is not None:
         record = params if "workload" in params else None
         if record is None:
-            record = {"workload": _workload_of_params(params), "params": dict(params)}
+            wl = _workload_of_params(params)
+            # the command's parameters say which workload ran; its results record, when the run left one in the
+            # job folder, also has the array's shape and the phase timings
+            record = found if found is not None and found.get("workload") == wl else {"workload": wl,
+                                                                                        "params": dict(params)}
     else:
-        folder = _job_folder(profile)
-        record = results_record(folder) if folder else None
+        record = found
     if record is not None and record.get("shape"):
         f = planned_features(record, snapshot=profile.job.snapshot, cwd=(profile.job.metadata or {}).get("cwd"))
     else:
@@ -236,10 +247,101 @@ def job_features(profile, *, metrics=None, params: Mapping[str, Any] | None = No
         if measured.get(k) is not None:
             f[k] = measured[k]
     f["missing"] = [k for k in ("workload", "pattern", "array_mb") if f.get(k) is None]
+    f["wall_s"] = measured.get("runtime_s")
+    # the trained phase from the results record here; an estimate from the profile only when asked
+    # (``estimated_phase``: the engine does, for a job the tree advises)
+    f["phase_s"], f["phase_from"] = recorded_phase(record, f)
     live = list(dict.fromkeys(f.pop("live_metadata", []) + live_stores(profile)))
     if live:
         f["based_on"] = str(f.get("based_on") or BASED_ON_MEASURED) + live_note(live)
     return f
+
+
+def recorded_phase(record: Mapping[str, Any] | None, f: Mapping[str, Any]) -> tuple[float | None, str]:
+    """(seconds, how found) of the part of the job the trained model's ratio is for (a conversion's write phase,
+    a read's pattern time) from the workload's results record; (None, "") without one."""
+    if record is not None and record.get("shape"):
+        if f.get("workload") == "convert":
+            w = (record.get("timings_s") or {}).get("write")
+            if w is not None:
+                return float(w), "the write phase in the job's results record"
+        elif f.get("time_s") is not None:
+            return float(f["time_s"]), f"the {f.get('pattern')} pattern's time in the job's results record"
+    return None, ""
+
+
+def estimated_phase(profile) -> tuple[float | None, str]:
+    """(seconds, how found) of the trained phase of a job without a results record, from its profile: the span of
+    the Dask task stream's compute tasks (a Dask job), else the span of the reads and writes of the job's data
+    files (first start to last end); (None, why) when neither is known."""
+    t = profile.tasks
+    if len(t):
+        comp = t["phase"].astype(str) == "compute"
+        if comp.any():
+            span = float(t["end_s"][comp].max() - t["start_s"][comp].min())
+            if span > 0:
+                return span, "estimated: the span of the Dask task stream's compute tasks (no results record)"
+    span = _io_span(profile)
+    if span:
+        return span, "estimated: the span of the reads and writes of the job's data files (no results record)"
+    return None, "no results record, no Dask task stream and no timed I/O"
+
+
+def _data_file_ids(profile):
+    """The file ids of the job's data: its Zarr stores and NetCDF/HDF5 files, else every file but Python's own
+    (modules, extensions) and /proc, /sys, /dev (a Python program reads its imports from the first second on:
+    they are not the phase a data layout changes)."""
+    import numpy as np
+
+    from ..analyzers.detectors._zarr import path_kind
+
+    f = profile.files
+    if not len(f):
+        return np.zeros(0, dtype="i8")
+    paths = [str(p) for p in f["path"].tolist()]
+    kinds = [path_kind(p) for p in paths]
+    data = [k in ("zarr-chunk", "netcdf-hdf5") or ".zarr/" in p for p, k in zip(paths, kinds)]
+    if not any(data):
+        data = [k != "python-import" and not p.startswith(("/proc/", "/sys/", "/dev/")) for p, k in zip(paths, kinds)]
+    return np.asarray(f["file_id"])[np.asarray(data, dtype=bool)]
+
+
+def _io_span(profile) -> float | None:
+    """First read/write start to last read/write end of the job's data files (``_data_file_ids``), over every
+    process: from the traced operations when there are any, else from the counters' first-read/write and
+    last-read/write timestamps (relative to each log's start)."""
+    import numpy as np
+
+    from ..profile import OP
+
+    ids = _data_file_ids(profile)
+    if not len(ids):
+        return None
+    ops = profile.ops
+    if profile.has_dxt:
+        rw = (ops["op"] <= OP["write"]) & np.isin(ops["file_id"], ids)
+        if rw.any():
+            return float(ops["end_s"][rw].max() - ops["start_s"][rw].min())
+    p = profile.processes
+    if not len(p):
+        return None
+    base = np.zeros(int(p["log"].max()) + 1)
+    base[p["log"]] = p["start_s"]
+    lo, hi = [], []
+    for mod in ("POSIX", "STDIO"):
+        t = profile.module(mod)
+        if t is None:
+            continue
+        for word in ("READ", "WRITE"):
+            s, e = t.get(f"{mod}_F_{word}_START_TIMESTAMP"), t.get(f"{mod}_F_{word}_END_TIMESTAMP")
+            if s is None or e is None:
+                continue
+            ok = (e > 0) & (e >= s) & np.isin(t["file_id"], ids)
+            if ok.any():
+                b = base[t["log"][ok]]
+                lo.append(float((b + s[ok]).min()))
+                hi.append(float((b + e[ok]).max()))
+    return max(hi) - min(lo) if lo else None
 
 
 def live_stores(profile) -> list[str]:
@@ -368,4 +470,5 @@ def setting_row(workload: str, f: Mapping[str, Any]) -> dict[str, Any]:
 
 __all__ = ["FEATURES_VERSION", "SCENARIO_INPUTS", "SETTING_INPUTS", "LAYOUTS", "BASED_ON_PARAMS",
            "BASED_ON_MEASURED", "job_features", "planned_features", "results_record", "layout_of",
-           "layout_chunks", "chunks_for_mb", "scenario_row", "setting_row", "live_stores", "live_note"]
+           "layout_chunks", "chunks_for_mb", "scenario_row", "setting_row", "live_stores", "live_note",
+           "recorded_phase", "estimated_phase"]

@@ -293,7 +293,7 @@ def _data_file_ids(profile):
     they are not the phase a data layout changes)."""
     import numpy as np
 
-    from ..analyzers.detectors._zarr import path_kind
+    from ..analyzers.zarrpath import path_kind
 
     f = profile.files
     if not len(f):

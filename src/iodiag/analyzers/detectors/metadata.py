@@ -23,7 +23,8 @@ from ..metrics import file_paths, group_sum, isin, level_total, median, metrics_
 from ..nputil import percentile
 from ..timemodel import meta_span_rows
 from ._common import file_cost, finding, top_files, top_procs
-from ._zarr import chunk_grids, path_kind
+from ..zarrpath import path_kind
+from ._zarr import chunk_grids
 
 KINDS = ("python-import", "zarr-chunk", "netcdf-hdf5")  # kinds of files whose metadata time is told apart
 

@@ -51,6 +51,22 @@ def test_a_python_job_reopening_a_netcdf_file_is_told_the_xarray_way(tmp_path):
     assert "open it once per process and reuse the handle (xarray: open_dataset once" in text
 
 
+def test_a_python_job_reopening_a_netcdf_file_to_append_is_told_once_and_not_to_read_it_with_xarray(tmp_path):
+    pytest.importorskip("netCDF4")
+    from test_verify_open_once import APPEND
+
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    (tmp_path / "append.py").write_text(APPEND)
+    r = run_cli("run", "--collector", "embedded", "--no-dask-report", sys.executable, str(tmp_path / "append.py"),
+                str(tmp_path / "steps.nc"), "120", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    text = _finding(rep, "metadata-storm")["recommendation"]
+    assert "steps.nc is opened" in text and "open it once per process and reuse the handle" in text
+    assert "xarray" not in text and "open_dataset" not in text  # it writes the file: no read advice
+    assert text.count("once per process") == 1  # said once, for the file re-opened
+
+
 def test_tiny_files_that_fit_in_one_container_are_packed_into_one():
     log = corpus_path("generated/smallio-metadata-heavy-default/"
                       "0_python_id2108-2108_11-22-83104-15636950488690977536_1.darshan")

@@ -178,14 +178,17 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
     advice = []
     for k in facts.get("kinds", ()):
         text = _KIND_ADVICE[k["kind"]].replace("{fs}", f"{k['fs'] or 'the file system'}")
-        if k["kind"] == "netcdf-hdf5" and facts.get("python"):
+        if k["kind"] == "netcdf-hdf5" and facts.get("reopened"):
+            text = text.split(":", 1)[0]  # the re-opened file's advice below says what to do, once
+        elif k["kind"] == "netcdf-hdf5" and facts.get("python"):
             text += "; with xarray pass the opened Dataset to tasks instead of reopening per task"
         advice.append(f"{fmt_pct(k['share'])} of the metadata time ({k['files']:,} file{'' if k['files'] == 1 else 's'}) {text}")
     if facts.get("reopened"):
         r = facts["reopened"]
         advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: open it once "
                       f"per process and reuse the handle"
-                      + (" (xarray: open_dataset once and pass the Dataset to tasks)" if facts.get("python") else ""))
+                      + (" (xarray: open_dataset once and pass the Dataset to tasks)"
+                         if facts.get("python") and not r.get("writes") else ""))
     if facts.get("opened_files") is not None:
         opened, data_ops = facts["opened_files"], facts["data_ops"]
         if opened * 10 <= opens:  # many opens of a few files: the files are not the problem

@@ -128,7 +128,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     if reopen.any():
         i = np.flatnonzero(reopen)[np.argmax(lv["opens"][reopen])]
         facts["reopened"] = {"path": profile.path_of().get(int(lv["file_id"][i]), "?"), "opens": int(lv["opens"][i]),
-                             "process": int(lv["proc"][i])}
+                             "process": int(lv["proc"][i]), "writes": int(lv["writes"][i])}
     if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
         facts["opened_files"] = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
     facts["many"] = {k: counts[k] >= (c.min_ops // 10 if k == "fsyncs" else c.min_ops) for k in ("stats", "seeks", "fsyncs")}

@@ -11,7 +11,7 @@ import pytest
 from conftest import corpus_path
 
 from iodiag.analyzers import metrics
-from iodiag.analyzers.detectors._zarr import chunk_key, path_kind
+from iodiag.analyzers.zarrpath import chunk_key, path_kind
 from iodiag.analyzers.load import load_job
 
 MANY = [

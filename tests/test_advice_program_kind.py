@@ -11,15 +11,8 @@ import sys
 import pytest
 
 from conftest import corpus_path, run_cli
+from test_recommend_open_once import SCRIPT  # a NetCDF file re-opened for each of 200 time steps
 
-SCRIPT = '''import sys
-import netCDF4
-total = 0.0
-for t in range(150):
-    with netCDF4.Dataset(sys.argv[1]) as ds:  # re-opened for every time step
-        total += float(ds["ta"][t].mean())
-print(total)
-'''
 
 
 def _finding(rep, fid):
@@ -39,7 +32,7 @@ def test_a_python_job_reopening_a_netcdf_file_is_told_the_xarray_way(tmp_path):
     pytest.importorskip("netCDF4")
     env = {"IODIAG_HOME": str(tmp_path / "home")}
     nc = tmp_path / "s.nc"
-    g = run_cli("workload", "gen", "--out", str(nc), "--time", "150", "--plev", "1", "--lat", "8", "--lon", "16",
+    g = run_cli("workload", "gen", "--out", str(nc), "--time", "200", "--plev", "1", "--lat", "8", "--lon", "16",
                 env=env)
     assert g.returncode == 0, g.stderr.decode()[-2000:]
     (tmp_path / "steps.py").write_text(SCRIPT)

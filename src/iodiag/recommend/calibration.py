@@ -118,32 +118,30 @@ def held_out(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def forward(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each pair of a later batch judged by the band taken from the earlier batches only: the pairs that were not
-    measured when the band was first made (a check leave-one-out cannot give, see ``_state``)."""
+def _judged_by(pairs: Sequence[Mapping[str, Any]], band_from) -> list[dict[str, Any]]:
+    """Each pair judged by the band fitted on ``band_from(pair)`` (the pairs it may be judged by); pairs with
+    fewer than MIN_PAIRS of those are left out."""
     out = []
     for r in pairs:
-        earlier = [p for p in pairs if p["batch"] < r["batch"]]
-        if len(earlier) < MIN_PAIRS:
-            continue
-        q = fit(earlier)
-        lo, hi = r["amdahl"] * math.exp(-q), r["amdahl"] * math.exp(q)
-        out.append({**r, "low": lo, "high": hi, "held": lo <= r["measured"] <= hi})
-    return out
-
-
-def by_scale(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each pair judged by the band taken from the pairs at the other array scales only (as the training is
-    validated: leave one array scale out)."""
-    out = []
-    for r in pairs:
-        others = [p for p in pairs if p["shape"] != r["shape"]]
+        others = band_from(r)
         if len(others) < MIN_PAIRS:
             continue
         q = fit(others)
         lo, hi = r["amdahl"] * math.exp(-q), r["amdahl"] * math.exp(q)
         out.append({**r, "low": lo, "high": hi, "held": lo <= r["measured"] <= hi})
     return out
+
+
+def forward(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each pair of a later batch judged by the band taken from the earlier batches only: the pairs that were not
+    measured when the band was first made (a check leave-one-out cannot give, see ``_state``)."""
+    return _judged_by(pairs, lambda r: [p for p in pairs if p["batch"] < r["batch"]])
+
+
+def by_scale(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each pair judged by the band taken from the pairs at the other array scales only (as the training is
+    validated: leave one array scale out)."""
+    return _judged_by(pairs, lambda r: [p for p in pairs if p["shape"] != r["shape"]])
 
 
 def slope_form_coverage(pairs: Sequence[Mapping[str, Any]]) -> float:

@@ -22,10 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..nputil import unique
 from ...collectors.embedded.format import (
-    HEADER_DTYPE, HEADER_SIZE, HF_CAPPED, HF_EXEC, HF_EXITED, MAGIC, MODULE_POSIX, MODULE_STDIO,
-    OPC, RECORD_DTYPE, RF_FAILED,
+    HEADER_DTYPE, HEADER_SIZE, HF_CAPPED, HF_EXEC, HF_EXITED, MAGIC, OPC, RECORD_DTYPE, RF_FAILED,
 )
 from ...collectors.embedded.format import read_names as _read_names
 from ...errors import InputNotFound
@@ -33,7 +31,7 @@ from ...profile import JobInfo, JobProfile, LoadIssue, ProgramInfo, Table
 from .. import batches as _batches
 from ..batches import OpsBuilder, OpsSource, chunks, streams
 from .embedded_counters import module_counters
-from .embedded_ops import Scan, _ops_batch, _reload_ops, fold_counters, ordered_ops
+from .embedded_ops import Scan, _ops_batch, _reload_ops, fold_counters, module_rows, note_file_ids, ordered_ops
 
 __all__ = ["load_traces", "BLIND_SPOTS", "raw_records"]
 
@@ -134,16 +132,8 @@ def _fold_process(i: int, ok: np.ndarray, proc_start: np.ndarray, builder: OpsBu
             builder.add(_ops_batch(i, ok[sl]))
     if not len(ok):
         return
-    opc = ok["op"]
-    ids.update(unique(ok["file_id"]).tolist())
-    ren = opc == OPC["rename"]
-    if ren.any():
-        ids.update(unique(ok["offset"][ren].view("u8")).tolist())
-    for mod, code in (("POSIX", MODULE_POSIX), ("STDIO", MODULE_STDIO)):
-        sel = ok["module"] == code
-        if not sel.any():
-            continue
-        r = ok if sel.all() else ok[sel]  # one module: no copy of the records
+    note_file_ids(ok, ids)
+    for mod, r in module_rows(ok):
         extra = None
         if mod == "POSIX":
             rn = (r["op"] == OPC["rename"]) & (r["offset"] != 0)

@@ -28,6 +28,22 @@ for _raw, _op in (("read", "read"), ("write", "write"), ("open", "open"), ("fdop
     _OPC_TO_OP[OPC[_raw]] = OP[_op]
 
 
+
+def note_file_ids(ok: np.ndarray, ids: set[int]) -> None:
+    """The file ids a process's records name, rename targets included, added to ``ids``."""
+    ids.update(unique(ok["file_id"]).tolist())
+    ren = ok["op"] == OPC["rename"]
+    if ren.any():
+        ids.update(unique(ok["offset"][ren].view("u8")).tolist())
+
+
+def module_rows(ok: np.ndarray):
+    """(module, its records) for POSIX and STDIO, the records themselves when one module has them all (no copy)."""
+    for mod, code in (("POSIX", MODULE_POSIX), ("STDIO", MODULE_STDIO)):
+        sel = ok["module"] == code
+        if sel.any():
+            yield mod, (ok if sel.all() else ok[sel])
+
 def _ops_batch(proc: int, r: np.ndarray, columns=None) -> dict[str, np.ndarray]:
     """ops columns (all, or only ``columns``) of a chunk of one process's successful records."""
     want = (lambda c: True) if columns is None else columns.__contains__
@@ -157,15 +173,8 @@ class Scan:
                 self.last_start = float(st[-1])
             del st
             if len(ok):
-                ids.update(unique(ok["file_id"]).tolist())
-                ren = ok["op"] == OPC["rename"]
-                if ren.any():
-                    ids.update(unique(ok["offset"][ren].view("u8")).tolist())
-                for mod, code in (("POSIX", MODULE_POSIX), ("STDIO", MODULE_STDIO)):
-                    sel = ok["module"] == code
-                    if not sel.any():
-                        continue
-                    r = ok if sel.all() else ok[sel]
+                note_file_ids(ok, ids)
+                for mod, r in module_rows(ok):
                     self.files[mod].append(sum_counts(mod, r["file_id"], r["op"]))
                     if mod == "POSIX":
                         rn = (r["op"] == OPC["rename"]) & (r["offset"] != 0)

@@ -231,7 +231,7 @@ def _zarr_advice(grids: Mapping[str, dict], target: float) -> str:
     for name, g in sorted(grids.items(), key=lambda kv: -kv[1]["chunks"]):
         factors, new_bytes, files = merge_plan(g["grid"], g["mean_chunk_bytes"], target)
         before, after = before + g["chunks"], after + files
-        if len(parts) < 2:
+        if len(parts) < 2 and (any(f > 1 for f in factors) or not parts):  # not a 1-chunk coordinate as 2nd
             dims = " and ".join(f"x{f} along dimension {d} ({g['grid'][d]} chunks)" for d, f in enumerate(factors) if f > 1)
             parts.append(f"{name.rsplit('/', 1)[-1]}: chunk grid {tuple(g['grid'])} of ~{fmt_bytes(g['mean_chunk_bytes'])} "
                          f"per chunk file; rechunk {dims or 'not needed'} -> ~{fmt_bytes(new_bytes)} per chunk")

@@ -100,7 +100,7 @@ def test_tree_setting_wins_and_the_rule_defers():
     assert "misaligned" in out[0].addresses
     # the finding's text says the model overrides it, so report and What to change agree
     mis = next(f for f in reconcile(findings, out) if f.id == "misaligned")
-    assert f"alignment={other}" in mis.recommendation
+    assert f"the trained model's advice wins: align to {other}" in mis.recommendation
 
 
 def test_no_model_module_is_an_abstention_not_an_error():

@@ -149,7 +149,7 @@ def reconcile(findings: Sequence[Finding], recs: Sequence[Recommendation]) -> li
     out = []
     for f in findings:
         if f.id in tree.addresses and f.recommendation:
-            f = replace(f, recommendation=f.recommendation + f"; the trained model recommends "
-                        f"{_settings_text(tree.settings)} instead where they differ (see What to change)")
+            f = replace(f, recommendation=f.recommendation + "; where they differ, the trained model's advice "
+                        f"wins: {tree.title[:1].lower() + tree.title[1:]} (see What to change)")
         out.append(f)
     return out

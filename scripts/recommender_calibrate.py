@@ -15,7 +15,8 @@ in the table comes from a run.  The table's header lines say where and when; ``-
 instead of replacing it.  ``--set 1`` is the first batch (2026-11-26 09:16, 2 reps); ``--set 2`` the second, at
 other array scales, with before settings shaped like docs/recommender-verify.md's case (c): 1-step time chunks
 (cut in plev, or whole steps) on 2 Dask workers; ``--set 3`` (conversions only) four more scales, the (c) shape
-on 2 and on 1 worker and tiny chunks on 1 worker.
+on 2 and on 1 worker and tiny chunks on 1 worker; ``--set 4`` (conversions only) two more scales, to judge the
+forms of the band forward (the (c) shape on 2 and 1 workers, tiny zstd chunks on 2 workers).
 """
 
 from __future__ import annotations
@@ -79,6 +80,18 @@ CONVERT_BEFORE3 = [
     (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 2),
     (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 1),
     (("--chunk-mb", "0.05"), "none", 1),
+]
+# the fourth batch (chosen after the residual forms of the first three were compared, before it ran, to judge them
+# forward on pairs none of them saw): two more scales; the (c) shape on 2 workers (the change drops one) and on 1
+# (it does not), and tiny zstd chunks on 2 workers (the shape the Amdahl band under-predicted most)
+CONVERT4 = {
+    "c180": (180, 7, 84, 168),
+    "c320": (320, 4, 70, 140),
+}
+CONVERT_BEFORE4 = [
+    (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 2),
+    (lambda s: ("--chunks", ",".join(map(str, (1, 1, *s[2:])))), "none", 1),
+    (("--chunk-mb", "0.05"), "zstd", 2),
 ]
 READ = {"r600": (600, 2, 46, 90), "r64": (64, 10, 91, 180), "r36": (36, 19, 91, 180)}
 # before store layouts of a read: (chunks as a function of the shape, compressor, zarr format), patterns
@@ -145,7 +158,7 @@ def _timed(cmd_a: list[str], cmd_b: list[str], res: Path, reps: int, cwd: Path, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--set", type=int, default=3, choices=(1, 2, 3), help="which batch of scales and settings")
+    ap.add_argument("--set", type=int, default=3, choices=(1, 2, 3, 4), help="which batch of scales and settings")
     ap.add_argument("--append", action="store_true", help="add the pairs to the table instead of replacing it")
     ap.add_argument("--out", default=str(REPO / "src" / "iodiag" / "recommend" / "data" / "calibration.csv"))
     ap.add_argument("--only", default="convert,read")
@@ -164,7 +177,7 @@ def main() -> int:
         print(json.dumps(row), flush=True)
 
     convert, convert_before, read = {1: (CONVERT, CONVERT_BEFORE, READ), 2: (CONVERT2, CONVERT_BEFORE2, READ2),
-                                     3: (CONVERT3, CONVERT_BEFORE3, {})}[a.set]
+                                     3: (CONVERT3, CONVERT_BEFORE3, {}), 4: (CONVERT4, CONVERT_BEFORE4, {})}[a.set]
     if "convert" in a.only:
         for name, (t, p, y, x) in convert.items():
             src = work / f"{name}.nc"

@@ -131,7 +131,8 @@ def _summary(profile: JobProfile) -> list[tuple[str, str]]:
     rows.append(("modules", ", ".join(m + (" [partial]" if m in job.partial_modules else "") for m in job.modules) or "-"))
     rows.append(("logs", f"{len(job.logs)}"))
     rows.append(("files", fmt_count(job_totals(profile).files)))
-    rows.append(("traced operations", f"{len(profile.ops):,}" + (" (DXT)" if profile.has_dxt else "")))
+    how = " (every call, iodiag's embedded collector)" if job.collector == "embedded" else " (DXT)"
+    rows.append(("traced operations", f"{len(profile.ops):,}" + (how if profile.has_dxt else "")))
     tm = time_model_of(profile)
     if tm.runtime_s:
         rows.append(("I/O on the critical path", f"{fmt_seconds(tm.io_wall_s)} ({fmt_pct(tm.io_share or 0)} of the run; "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import array
 import mmap
 import os
+import struct
 import sys
 from pickle import PickleBuffer
 from typing import Any, Iterable
@@ -308,6 +309,38 @@ def log_names(paths: Iterable[str]) -> list[str]:
         finally:
             L.darshan_log_close(handle)
     return list(out)
+
+
+def log_times(paths: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """When each log's image ran, from its job record and its records (darshan-util decodes both): ``start_s``
+    (the job record's start, when Darshan started in that image), ``end_s`` (its end; None in an mmap log, whose
+    shutdown never ran), ``last_s`` (the latest end timestamp of any record of a counter module, as epoch seconds;
+    the start when it holds none), ``exe`` (the command line Darshan saw) and ``jobid``.  A log darshan-util cannot
+    read is left out.  What ``iodiag run`` tells an image exec replaced from a process that died by (see
+    ``jobs/finalize.py``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        try:
+            raw = decode_log(path, ("POSIX", "STDIO", "H5F", "H5D", "MPI-IO"), names=False)
+        except (LogReadError, OSError):
+            continue
+        h = raw["header"]
+        start = h["start_sec"] + h["start_nsec"] / 1e9
+        last = 0.0
+        for rec in raw["mods"].values():
+            lay = rec.get("layout")
+            if rec.get("kind") != "fixed" or not rec["n"] or lay is None:
+                continue
+            cols = [i for i, n in enumerate(lay["fcounter_names"]) if n.endswith("_END_TIMESTAMP")]
+            buf, size, off = rec["records"].raw(), lay["itemsize"], lay["fcounters"]
+            for r in range(rec["n"]):
+                for i in cols:  # (the record's float counters, laid out as darshan-util's C struct says)
+                    v = struct.unpack_from("=d", buf, r * size + off + 8 * i)[0]
+                    if v > last:
+                        last = v
+        out[path] = {"start_s": start, "end_s": (h["end_sec"] + h["end_nsec"] / 1e9) if h["end_sec"] else None,
+                     "last_s": start + last, "exe": h["exe"], "jobid": h["jobid"]}
+    return out
 
 
 _DECODERS = {"LUSTRE": _decode_lustre, "HEATMAP": _decode_heatmap}

@@ -9,7 +9,9 @@ records, see ``log_times`` in the readers):
   (the end of its latest record);
 - it ended by exec only if a *successor* exists: a final log of the same job id, under another program name,
   whose image started (``start_s`` of its job record) at or after both;
-- each successor follows at most one image; a process that died has no successor.
+- each successor follows at most one image; a process that died has no successor;
+- the workload's main process's first image is the earliest log of all (``main``); any other image the watch
+  missed was short-lived (``MAX_UNSEEN_LIFE_S``).
 
 The pairs are a bipartite matching.  An image is called exec'd only when it has a successor in *every* maximum
 matching (otherwise some assignment leaves it without one: it may be a process that died, and it is left to be
@@ -21,10 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Darshan stamps a record's time from the image's own start of initialisation, a little before the job record's
-# start, so an image's last activity computed from the job record is late by that much (well under a millisecond
-# on an idle node; more when the process was preempted in between): the margin allowed
-TOLERANCE_S = 0.005
+# clock rounding between two logs' times: ``last_s`` (see readers' log_times) is already a lower bound of the
+# image's last activity and ``start_s`` a clock reading in the next image
+TOLERANCE_S = 0.001
+# a child's image the process watch missed lived briefly (the watch looks at the start and then every second): a
+# forked child that execs does so at once, while a forked worker that ran for long and then died has no successor.
+# An image older than this when its supposed successor started is not taken for an exec from times alone
+MAX_UNSEEN_LIFE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -63,16 +68,24 @@ def feasible(img: Image, succ: Successor, tol_s: float = TOLERANCE_S) -> bool:
             and img.start_s <= succ.start_s + tol_s and img.last_s <= succ.start_s + tol_s)
 
 
-def match_by_time(images: list[Image], successors: list[Successor], *,
+def match_by_time(images: list[Image], successors: list[Successor], *, main: tuple[str, int] | None = None,
                   excluded: dict[int, list[str]] | None = None, tol_s: float = TOLERANCE_S) -> dict[str, Verdict]:
-    """image name -> Verdict for each image proven replaced by exec (see the module docstring).  ``excluded``:
-    pid -> image names that may not precede that pid (e.g. the process watch saw it run its program already
-    before that image started)."""
+    """image name -> Verdict for each image proven replaced by exec (see the module docstring).
+
+    ``main``: (the image that is the workload's main process's first one, its pid).  Every process of the workload
+    descends from the main process, and a child's Darshan starts after its parent's, so when the earliest of all
+    the job's logs is a left mmap log, it is the main process's first image: it can only have been replaced by the
+    main process's next image, and the main process's log can only follow it (a child's image is never the
+    main process's).  ``excluded``: pid -> image names that may not precede that pid (e.g. the process watch saw
+    it run its program already before that image started)."""
     excluded = excluded or {}
+    first, main_pid = main if main is not None else (None, None)
     adj: list[list[int]] = []
     for img in images:
         cands = [j for j, s in enumerate(successors)
-                 if feasible(img, s, tol_s) and img.name not in excluded.get(s.pid, ())]
+                 if feasible(img, s, tol_s) and img.name not in excluded.get(s.pid, ())
+                 and (first is None or (img.name == first) == (s.pid == main_pid))
+                 and (img.name == first or s.start_s - img.start_s <= MAX_UNSEEN_LIFE_S)]
         cands.sort(key=lambda j: successors[j].start_s - img.last_s)  # nearest first: finds a matching fast
         adj.append(cands)
     mate_img, mate_succ = _max_matching(adj, len(successors))

@@ -284,12 +284,13 @@ def _exec_by_time(run: _Run, found: dict, candidates: list[tuple[Path, bool]]) -
     """The left mmap logs the process watch did not tie to a process, judged by the logs' times (``exec_images``):
     (image name -> Verdict for those exec replaced, the names whose times could be read)."""
     outcome, procs = run.outcome, run.procs
-    left = [p for p, remnant in candidates if remnant and p.name not in outcome.mapped]
+    remnants = [p for p, remnant in candidates if remnant]
+    left = [p for p in remnants if p.name not in outcome.mapped]
     if not left or run.log_times is None:
         return {}, set()
     finals = [(p, m) for p in found["logs"] if (m := LOG_EXE_RE.match(p.name))]
     try:
-        times = run.log_times([str(p) for p in left] + [str(p) for p, _ in finals])
+        times = run.log_times([str(p) for p in remnants] + [str(p) for p, _ in finals])
     except Exception:  # noqa: BLE001 - a reader that fails costs this evidence only (the name rule stands in)
         return {}, set()
     images = []
@@ -308,7 +309,11 @@ def _exec_by_time(run: _Run, found: dict, candidates: list[tuple[Path, bool]]) -
         first = (seen.earlier[0] if seen is not None and seen.earlier else seen.cmdline if seen is not None else "")
         if first and os.path.basename(first.split(" ", 1)[0]) == s.exe:
             excluded[s.pid] = [i.name for i in images if seen.first_seen_s < i.start_s]
-    return match_by_time(images, succs, excluded=excluded), {i.name for i in images}
+    # the earliest of all the job's logs, when it is a left image, is the main process's first one
+    starts = [(float(times[str(p)]["start_s"]), p.name) for p in remnants + [p for p, _ in finals] if str(p) in times]
+    earliest = min(starts, default=(0.0, ""))[1]
+    main = (earliest, outcome.pid) if any(i.name == earliest for i in images) else None
+    return match_by_time(images, succs, main=main, excluded=excluded), {i.name for i in images}
 
 
 def _name_missing_logs(run: _Run, found: dict, expected: set[int], logged_pids: set[int],

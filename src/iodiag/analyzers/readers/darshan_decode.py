@@ -313,11 +313,17 @@ def log_names(paths: Iterable[str]) -> list[str]:
 
 def log_times(paths: Iterable[str]) -> dict[str, dict[str, Any]]:
     """When each log's image ran, from its job record and its records (darshan-util decodes both): ``start_s``
-    (the job record's start, when Darshan started in that image), ``end_s`` (its end; None in an mmap log, whose
-    shutdown never ran), ``last_s`` (the latest end timestamp of any record of a counter module, as epoch seconds;
-    the start when it holds none), ``exe`` (the command line Darshan saw) and ``jobid``.  A log darshan-util cannot
-    read is left out.  What ``iodiag run`` tells an image exec replaced from a process that died by (see
-    ``jobs/finalize.py``)."""
+    (the job record's start: when Darshan started in that image), ``end_s`` (its end; None in an mmap log, whose
+    shutdown never ran), ``last_s`` (epoch seconds by which the image was surely still running: the end of its
+    latest record; the start when it holds none), ``exe`` (the command line Darshan saw) and ``jobid``.  A log
+    darshan-util cannot read is left out.  What ``iodiag run`` tells an image exec replaced from a process that
+    died by (see ``jobs/finalize.py``).
+
+    Darshan stamps records relative to the moment its start-up began, a little before the start it writes in the
+    job record (by tens of milliseconds when the process was preempted in between), so ``start_s`` + a record's
+    time would put the record late.  Every record is made after that start was stamped, so the earliest record
+    time is at least the difference: ``last_s`` = ``start_s`` + (latest record end - earliest record start) is
+    never later than the image's true last activity."""
     out: dict[str, dict[str, Any]] = {}
     for path in paths:
         try:
@@ -326,20 +332,25 @@ def log_times(paths: Iterable[str]) -> dict[str, dict[str, Any]]:
             continue
         h = raw["header"]
         start = h["start_sec"] + h["start_nsec"] / 1e9
-        last = 0.0
+        first, last = None, 0.0
         for rec in raw["mods"].values():
             lay = rec.get("layout")
             if rec.get("kind") != "fixed" or not rec["n"] or lay is None:
                 continue
-            cols = [i for i, n in enumerate(lay["fcounter_names"]) if n.endswith("_END_TIMESTAMP")]
+            names = lay["fcounter_names"]
+            ends = [i for i, n in enumerate(names) if n.endswith("_END_TIMESTAMP")]
+            starts = [i for i, n in enumerate(names) if n.endswith("_START_TIMESTAMP")]
             buf, size, off = rec["records"].raw(), lay["itemsize"], lay["fcounters"]
-            for r in range(rec["n"]):
-                for i in cols:  # (the record's float counters, laid out as darshan-util's C struct says)
+            for r in range(rec["n"]):  # (the float counters where darshan-util's C struct puts them)
+                for i in ends:
+                    last = max(last, struct.unpack_from("=d", buf, r * size + off + 8 * i)[0])
+                for i in starts:
                     v = struct.unpack_from("=d", buf, r * size + off + 8 * i)[0]
-                    if v > last:
-                        last = v
+                    if v > 0 and (first is None or v < first):
+                        first = v
+        span = max(0.0, last - first) if first is not None else 0.0
         out[path] = {"start_s": start, "end_s": (h["end_sec"] + h["end_nsec"] / 1e9) if h["end_sec"] else None,
-                     "last_s": start + last, "exe": h["exe"], "jobid": h["jobid"]}
+                     "last_s": start + span, "exe": h["exe"], "jobid": h["jobid"]}
     return out
 
 

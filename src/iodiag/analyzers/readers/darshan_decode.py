@@ -314,10 +314,10 @@ def log_names(paths: Iterable[str]) -> list[str]:
 def log_times(paths: Iterable[str]) -> dict[str, dict[str, Any]]:
     """When each log's image ran, from its job record and its records (darshan-util decodes both): ``start_s``
     (the job record's start: when Darshan started in that image), ``end_s`` (its end; None in an mmap log, whose
-    shutdown never ran), ``last_s`` (epoch seconds by which the image was surely still running: the end of its
-    latest record; the start when it holds none), ``exe`` (the command line Darshan saw) and ``jobid``.  A log
-    darshan-util cannot read is left out.  What ``iodiag run`` tells an image exec replaced from a process that
-    died by (see ``jobs/finalize.py``).
+    shutdown never ran), ``last_s`` (epoch seconds by which the image was surely still running: its end, or in a
+    log without one the end of its latest record, the start when it holds none; only such logs have their records
+    decoded), ``exe`` (the command line Darshan saw) and ``jobid``.  A log darshan-util cannot read is left out.
+    What ``iodiag run`` tells an image exec replaced from a process that died by (see ``jobs/finalize.py``).
 
     Darshan stamps records relative to the moment its start-up began, a little before the start it writes in the
     job record (by tens of milliseconds when the process was preempted in between), so ``start_s`` + a record's
@@ -327,11 +327,13 @@ def log_times(paths: Iterable[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for path in paths:
         try:
-            raw = decode_log(path, ("POSIX", "STDIO", "H5F", "H5D", "MPI-IO"), names=False)
+            h = decode_log(path, (), names=False)["header"]
+            ended = bool(h["end_sec"])
+            raw = {"mods": {}} if ended else decode_log(path, ("POSIX", "STDIO", "H5F", "H5D", "MPI-IO"), names=False)
         except (LogReadError, OSError):
             continue
-        h = raw["header"]
         start = h["start_sec"] + h["start_nsec"] / 1e9
+        end = h["end_sec"] + h["end_nsec"] / 1e9 if ended else None
         first, last = None, 0.0
         for rec in raw["mods"].values():
             lay = rec.get("layout")
@@ -349,8 +351,8 @@ def log_times(paths: Iterable[str]) -> dict[str, dict[str, Any]]:
                     if v > 0 and (first is None or v < first):
                         first = v
         span = max(0.0, last - first) if first is not None else 0.0
-        out[path] = {"start_s": start, "end_s": (h["end_sec"] + h["end_nsec"] / 1e9) if h["end_sec"] else None,
-                     "last_s": start + span, "exe": h["exe"], "jobid": h["jobid"]}
+        out[path] = {"start_s": start, "end_s": end, "last_s": end if end is not None else start + span,
+                     "exe": h["exe"], "jobid": h["jobid"]}
     return out
 
 

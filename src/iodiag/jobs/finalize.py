@@ -244,6 +244,7 @@ def _recover_mmap_logs(run: _Run, found: dict, logs_dir: Path, candidates: list[
                 continue
             several = (f" (pids {', '.join(map(str, verdict.fits))})" if verdict is not None and verdict.fits else "")
             role = run.role(pid) if pid is not None else f"a process that exec'd; several fit{several}, which one is not recorded"
+            role = "a process the watch did not see" if role == "process" else role
             found["logs"].append(new)
             entry = {"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
                      "when": "replaced by exec", "exec": image,

@@ -15,7 +15,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..collectors import darshan as dcol
 from ..collectors.supervise import KEEP_DIR, RunOutcome

@@ -327,10 +327,10 @@ def test_a_batch_script_that_execs_is_not_a_killed_process(runtime, tmp_path):
     assert any("copy_file_range" in b for b in rep["job"]["blind_spots"])  # what `cat in > out` would not show
 
 
-def _blind_watch_run(monkeypatch, tmp_path, script: str):
-    """Run ``script`` (a bash batch script) under ``iodiag run --darshan`` in this process with the process watch
-    seeing nothing, as it can happen on a loaded machine for short-lived processes: what is left to tell an image
-    exec replaced from a process that died is the logs themselves."""
+def _blind_watch_run(monkeypatch, tmp_path, script: str, name: str = "app.sh"):
+    """Run ``script`` (a bash batch script, or a Python one given its ``name``) under ``iodiag run --darshan`` in
+    this process with the process watch seeing nothing, as it can happen on a loaded machine for short-lived
+    processes: what is left to tell an image exec replaced from a process that died is the logs themselves."""
     from iodiag.analyzers.readers.darshan_decode import log_times
     from iodiag.collectors import supervise
     from iodiag.jobs.run import RunOptions, run_job
@@ -339,12 +339,13 @@ def _blind_watch_run(monkeypatch, tmp_path, script: str):
     work.mkdir()
     data = os.urandom(409_806)
     (work / "input.bin").write_bytes(data)
-    app = work / "app.sh"
+    app = work / name
     app.write_text(script)
     app.chmod(0o755)
     monkeypatch.setattr(supervise._Watch, "tick", lambda self: None)
     monkeypatch.chdir(work)
-    res = run_job(RunOptions(command=["./app.sh"], collector="darshan", store=str(tmp_path / "store"), dask=False,
+    command = [f"./{name}"] + (["input.bin"] if name.endswith(".py") else [])
+    res = run_job(RunOptions(command=command, collector="darshan", store=str(tmp_path / "store"), dask=False,
                              log_times=log_times))
     rec = res.record
     assert rec.data["processes"] == []  # the watch saw nothing indeed
@@ -405,3 +406,34 @@ def test_a_killed_script_is_not_an_exec_when_the_watch_sees_nothing(runtime, tmp
     assert by_when[1:] == [("replaced by exec", cat_pid)]
     assert any("ended before Darshan's shutdown could write its log" in r for r in rec.data["partial_reasons"])
     assert not any("replaced its image" in n and "?" in n for n in rec.data["run_notes"])
+
+
+KILLED_CHILD = """
+import os, signal, subprocess, sys
+child = os.fork()
+if child == 0:  # a forked worker reads, then dies without Darshan's shutdown
+    open(sys.argv[1], "rb").read()
+    os.kill(os.getpid(), signal.SIGKILL)
+os.waitpid(child, 0)
+subprocess.run(["cat", sys.argv[1]], stdout=subprocess.DEVNULL, check=True)  # no forked image before it (vfork)
+"""
+
+
+def test_a_killed_python_child_is_not_the_exec_of_a_later_program_when_the_watch_sees_nothing(runtime, tmp_path,
+                                                                                              monkeypatch):
+    """A forked Python worker is killed; then the main process starts cat through subprocess, which leaves no
+    image before cat's log.  By name and time alone the worker's image would fit as cat's predecessor; it stays a
+    process that died (only shells' and exec-only wrappers' images are taken for an exec the watch missed)."""
+    if runtime.mmap_logs is False:
+        pytest.skip("this Darshan runtime was built with --disable-mmap-logs")
+    rec, finals, data = _blind_watch_run(monkeypatch, tmp_path, KILLED_CHILD, name="w.py")
+    assert "cat" in finals.values() and rec.data["pid"] in finals and len(finals) == 2
+    assert [r["when"] for r in rec.data["recovered_logs"]] == ["before shutdown"]
+    assert rec.data["partial"] is True and not any("replaced its image" in n for n in rec.data["run_notes"])
+    prof = load_job_record(rec)
+    assert "recovered-mmap" in {i.kind for i in prof.issues_seen}
+    paths = dict(zip(prof.files["file_id"].tolist(), prof.files["path"].tolist()))
+    posix = prof.counters["POSIX"]
+    read = sum(int(b) for f, b in zip(posix["file_id"].tolist(), posix["POSIX_BYTES_READ"].tolist())
+               if paths.get(f) == str(tmp_path / "work" / "input.bin"))
+    assert read >= len(data)  # the dead worker's read is kept (cat's copy to /dev/null may be a copy_file_range)

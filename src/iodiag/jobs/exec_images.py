@@ -11,7 +11,8 @@ records, see ``log_times`` in the readers):
   whose image started (``start_s`` of its job record) at or after both;
 - each successor follows at most one image; a process that died has no successor;
 - the workload's main process's first image is the earliest log of all (``main``); any other image the watch
-  missed was short-lived (``MAX_UNSEEN_LIFE_S``).
+  missed was short-lived (``MAX_UNSEEN_LIFE_S``) and of a shell or an exec-only wrapper (``EXEC_PRONE``): the
+  caller leaves other images out.
 
 The pairs are a bipartite matching.  An image is called exec'd only when it has a successor in *every* maximum
 matching (otherwise some assignment leaves it without one: it may be a process that died, and it is left to be
@@ -30,6 +31,20 @@ TOLERANCE_S = 0.001
 # forked child that execs does so at once, while a forked worker that ran for long and then died has no successor.
 # An image older than this when its supposed successor started is not taken for an exec from times alone
 MAX_UNSEEN_LIFE_S = 2.0
+# Programs whose forked children exec as a rule: shells (each command of a batch script is a forked shell that
+# execs the program; a shell forks, it does not vfork, so every program it starts has such an image before it) and
+# wrappers that only exec.  A left image of another program (a Python worker forked by multiprocessing, say) the
+# watch missed is not taken for an exec from times alone: its parent may start other programs without a forked
+# image before them (``subprocess`` uses vfork or posix_spawn), and such a program's log would fit a worker killed
+# just before it as well as an exec would.  The main process's first image is told apart anyway (``main``).
+EXEC_PRONE = frozenset({"sh", "bash", "rbash", "dash", "ash", "zsh", "ksh", "ksh93", "mksh", "pdksh", "yash", "posh",
+                        "csh", "tcsh", "fish", "busybox", "env", "nice", "nohup", "stdbuf", "taskset", "numactl",
+                        "ionice", "chrt", "setsid"})
+
+
+def exec_prone(exe: str) -> bool:
+    """Is ``exe`` (Darshan's program name) a shell or an exec-only wrapper (``EXEC_PRONE``)?"""
+    return exe.lstrip("-") in EXEC_PRONE
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..collectors import darshan as dcol
 from ..collectors.supervise import KEEP_DIR, RunOutcome
-from .exec_images import Image, Successor, Verdict, match_by_time
+from .exec_images import Image, Successor, Verdict, exec_prone, match_by_time
 from .store import COMPLETE, PARTIAL, JobRecord
 
 LOG_PID_RE = re.compile(r"_id(?P<jobid>-?\d+)-(?P<pid>\d+)_")
@@ -314,7 +314,9 @@ def _exec_by_time(run: _Run, found: dict, candidates: list[tuple[Path, bool]]) -
     starts = [(float(times[str(p)]["start_s"]), p.name) for p in remnants + [p for p, _ in finals] if str(p) in times]
     earliest = min(starts, default=(0.0, ""))[1]
     main = (earliest, outcome.pid) if any(i.name == earliest for i in images) else None
-    return match_by_time(images, succs, main=main, excluded=excluded), {i.name for i in images}
+    # other than the main process's first image, only images of shells and exec-only wrappers (see EXEC_PRONE)
+    judged = [i for i in images if i.name == earliest or exec_prone(i.exe)]
+    return match_by_time(judged, succs, main=main, excluded=excluded), {i.name for i in images}
 
 
 def _name_missing_logs(run: _Run, found: dict, expected: set[int], logged_pids: set[int],

@@ -314,8 +314,22 @@ def _exec_by_time(run: _Run, found: dict, candidates: list[tuple[Path, bool]]) -
     starts = [(float(times[str(p)]["start_s"]), p.name) for p in remnants + [p for p, _ in finals] if str(p) in times]
     earliest = min(starts, default=(0.0, ""))[1]
     main = (earliest, outcome.pid) if any(i.name == earliest for i in images) else None
-    # other than the main process's first image, only images of shells and exec-only wrappers (see EXEC_PRONE)
-    judged = [i for i in images if i.name == earliest or exec_prone(i.exe)]
+    # other than the main process's first image, images of shells and exec-only wrappers (see EXEC_PRONE), and of
+    # another program only before a process the watch saw run that program and then another (its command lines)
+    def ran(pid: int) -> set[str]:
+        seen = procs.get(pid)
+        return {os.path.basename(c.split(" ", 1)[0]) for c in seen.earlier if c} if seen is not None else set()
+
+    witnessed = {s.pid: ran(s.pid) for s in succs}
+    judged = []
+    for i in images:
+        if i.name == earliest or exec_prone(i.exe):
+            judged.append(i)
+        elif any(i.exe in w for w in witnessed.values()):
+            judged.append(i)
+            for pid, w in witnessed.items():
+                if i.exe not in w:
+                    excluded.setdefault(pid, []).append(i.name)
     return match_by_time(judged, succs, main=main, excluded=excluded), {i.name for i in images}
 
 

@@ -295,15 +295,10 @@ def test_a_batch_script_that_execs_is_not_a_killed_process(runtime, tmp_path):
     res = run_cli("run", "--darshan", "--", "./app.sh", env=home, cwd=str(work))
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     rec = find_job("last", root=tmp_path / "store")
-    if rec.data["recovered_logs"] and all(r["when"] == "before shutdown" and r["pid"] is None
-                                          for r in rec.data["recovered_logs"]):
-        # exec is recognised by the processes the watch saw; on a loaded machine it can miss every short-lived
-        # shell (seen with 6 busy loops on 2 cores: 1 run in 6), and then the images count as processes that died
-        pytest.skip("the process watch saw none of the script's short-lived shells (a loaded machine): their exec "
-                    "cannot be attributed; a known limit of the watch, see docs/blind-spots.md")
+    # (the process watch may miss the short-lived shells on a loaded machine; the logs' own times then tell them)
     assert rec.data["partial"] is False and rec.data["partial_reasons"] == []
     execd = [r for r in rec.data["recovered_logs"] if r["when"] == "replaced by exec"]
-    assert execd and all(r["exec"] in ("cat", "dd") for r in execd)
+    assert execd and all(set(r["exec"].split(" or ")) <= {"cat", "dd"} for r in execd)
     assert rec.data["pid"] in {r["pid"] for r in execd}  # the script's own image: replaced by `exec cat`
     assert any("replaced its image (bash) by exec (cat)" in n for n in rec.data["run_notes"])
     prof = load_job_record(rec)
@@ -330,3 +325,115 @@ def test_a_batch_script_that_execs_is_not_a_killed_process(runtime, tmp_path):
     assert not [e for e in rep["errors"] if e["kind"] in ("recovered-mmap", "no-end-time")]
     assert not any(f["id"] == "partial-log" for f in rep["findings"])
     assert any("copy_file_range" in b for b in rep["job"]["blind_spots"])  # what `cat in > out` would not show
+
+
+def _blind_watch_run(monkeypatch, tmp_path, script: str, name: str = "app.sh"):
+    """Run ``script`` (a bash batch script, or a Python one given its ``name``) under ``iodiag run --darshan`` in
+    this process with the process watch seeing nothing, as it can happen on a loaded machine for short-lived
+    processes: what is left to tell an image exec replaced from a process that died is the logs themselves."""
+    from iodiag.analyzers.readers.darshan_decode import log_times
+    from iodiag.collectors import supervise
+    from iodiag.jobs.run import RunOptions, run_job
+
+    work = tmp_path / "work"
+    work.mkdir()
+    data = os.urandom(409_806)
+    (work / "input.bin").write_bytes(data)
+    app = work / name
+    app.write_text(script)
+    app.chmod(0o755)
+    monkeypatch.setattr(supervise._Watch, "tick", lambda self: None)
+    monkeypatch.chdir(work)
+    command = [f"./{name}"] + (["input.bin"] if name.endswith(".py") else [])
+    res = run_job(RunOptions(command=command, collector="darshan", store=str(tmp_path / "store"), dask=False,
+                             log_times=log_times))
+    rec = res.record
+    assert rec.data["processes"] == []  # the watch saw nothing indeed
+    finals = {}
+    for name in rec.data["artefacts"]["logs"]:
+        m = re.search(r"_(\w+?)_id\d+-(\d+)_\d+-\d+-\d+-\d+_\d+\.darshan$", name)
+        if m:
+            finals[int(m[2])] = m[1]
+    return rec, finals, data
+
+
+def test_exec_images_are_told_by_the_logs_times_when_the_watch_sees_nothing(runtime, tmp_path, monkeypatch):
+    """Each bash image that exec replaced is tied to the process whose next image's log carries its pid, from the
+    logs' job records and record times only."""
+    if runtime.mmap_logs is False:
+        pytest.skip("this Darshan runtime was built with --disable-mmap-logs")
+    rec, finals, data = _blind_watch_run(monkeypatch, tmp_path, EXEC_SCRIPT)
+    assert sorted(finals.values()) == ["cat", "cat", "dd"] and rec.data["pid"] in finals
+    assert rec.data["partial"] is False and rec.data["partial_reasons"] == []
+    execd = {r["pid"]: r for r in rec.data["recovered_logs"]}
+    assert all(r["when"] == "replaced by exec" and r["told_by"] == "the log times" for r in execd.values())
+    # every image named with the pid and the program of the log that followed it: the dd child, the cat child, and
+    # the script's own image replaced by `exec cat`
+    assert {pid: r["exec"] for pid, r in execd.items()} == finals
+    assert execd[rec.data["pid"]]["role"] == "workload main process"
+    assert any(n.startswith(f"process {rec.data['pid']} (workload main process) replaced its image (bash) by exec "
+                            "(cat)") and "told by the logs' times" in n for n in rec.data["run_notes"])
+    prof = load_job_record(rec)
+    assert not {i.kind for i in prof.issues_seen} & {"recovered-mmap", "no-end-time", "killed", "missing-log"}
+    pr = prof.processes
+    assert sorted(set(pr["pid"].tolist())) == sorted(finals)  # each image in the process it belongs to
+    paths = dict(zip(prof.files["file_id"].tolist(), prof.files["path"].tolist()))
+    posix = prof.counters["POSIX"]
+    read = sum(int(b) for f, b in zip(posix["file_id"].tolist(), posix["POSIX_BYTES_READ"].tolist())
+               if paths.get(f) == str(tmp_path / "work" / "input.bin"))
+    assert read == 3 * len(data)
+
+
+KILLED_SCRIPT = """#!/bin/bash
+cat input.bin > /dev/null &
+kill -KILL $$
+"""
+
+
+def test_a_killed_script_is_not_an_exec_when_the_watch_sees_nothing(runtime, tmp_path, monkeypatch):
+    """The script starts cat in the background and kills itself: the child bash's image is an exec (its pid is
+    cat's); the script's own image is a process that died, though its last record is usually before cat's log
+    starts too (by time alone either image could precede cat): the earliest log is the main process's, and only
+    the main process's own log can follow it."""
+    if runtime.mmap_logs is False:
+        pytest.skip("this Darshan runtime was built with --disable-mmap-logs")
+    rec, finals, _ = _blind_watch_run(monkeypatch, tmp_path, KILLED_SCRIPT)
+    assert list(finals.values()) == ["cat"] and rec.data["pid"] not in finals
+    assert rec.data["signal_name"] == "SIGKILL" and rec.data["partial"] is True
+    by_when = sorted((r["when"], r["pid"]) for r in rec.data["recovered_logs"])
+    cat_pid = next(iter(finals))
+    assert by_when[0] == ("before shutdown", None) or by_when[0] == ("before shutdown", rec.data["pid"])
+    assert by_when[1:] == [("replaced by exec", cat_pid)]
+    assert any("ended before Darshan's shutdown could write its log" in r for r in rec.data["partial_reasons"])
+    assert not any("replaced its image" in n and "?" in n for n in rec.data["run_notes"])
+
+
+KILLED_CHILD = """
+import os, signal, subprocess, sys
+child = os.fork()
+if child == 0:  # a forked worker reads, then dies without Darshan's shutdown
+    open(sys.argv[1], "rb").read()
+    os.kill(os.getpid(), signal.SIGKILL)
+os.waitpid(child, 0)
+subprocess.run(["cat", sys.argv[1]], stdout=subprocess.DEVNULL, check=True)  # no forked image before it (vfork)
+"""
+
+
+def test_a_killed_python_child_is_not_the_exec_of_a_later_program_when_the_watch_sees_nothing(runtime, tmp_path,
+                                                                                              monkeypatch):
+    """A forked Python worker is killed; then the main process starts cat through subprocess, which leaves no
+    image before cat's log.  By name and time alone the worker's image would fit as cat's predecessor; it stays a
+    process that died (only shells' and exec-only wrappers' images are taken for an exec the watch missed)."""
+    if runtime.mmap_logs is False:
+        pytest.skip("this Darshan runtime was built with --disable-mmap-logs")
+    rec, finals, data = _blind_watch_run(monkeypatch, tmp_path, KILLED_CHILD, name="w.py")
+    assert "cat" in finals.values() and rec.data["pid"] in finals and len(finals) == 2
+    assert [r["when"] for r in rec.data["recovered_logs"]] == ["before shutdown"]
+    assert rec.data["partial"] is True and not any("replaced its image" in n for n in rec.data["run_notes"])
+    prof = load_job_record(rec)
+    assert "recovered-mmap" in {i.kind for i in prof.issues_seen}
+    paths = dict(zip(prof.files["file_id"].tolist(), prof.files["path"].tolist()))
+    posix = prof.counters["POSIX"]
+    read = sum(int(b) for f, b in zip(posix["file_id"].tolist(), posix["POSIX_BYTES_READ"].tolist())
+               if paths.get(f) == str(tmp_path / "work" / "input.bin"))
+    assert read >= len(data)  # the dead worker's read is kept (cat's copy to /dev/null may be a copy_file_range)

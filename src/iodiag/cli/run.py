@@ -33,17 +33,28 @@ def _darshan_names(logs):
     in its name-hash reader, e.g. on the log of a process killed while Darshan wrote it), and here that process
     is ``iodiag run`` itself, which must still record the job and exit as its workload did.  A log that kills
     the child costs the snapshot its names, nothing else."""
+    return _read_in_child("log_names", logs, [])
+
+
+def _darshan_times(logs):
+    """When each Darshan log's image ran (darshan-util reads the job records and records), for telling the images
+    exec replaced (``jobs/finalize.py``); in a child process for the same reason as the names; none without
+    pydarshan or when the child dies (then only the process watch's evidence counts)."""
+    return _read_in_child("log_times", logs, {})
+
+
+def _read_in_child(reader: str, logs, empty):
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_names_in_child, args=(list(logs), send), daemon=True)
+    child = ctx.Process(target=_reader_in_child, args=(reader, list(logs), empty, send), daemon=True)
     child.start()
     send.close()
     try:
-        return recv.recv() if recv.poll(60) else []  # a hung child: no names after a minute
+        return recv.recv() if recv.poll(60) else empty  # a hung child: nothing after a minute
     except (EOFError, OSError):  # the child died (darshan-util aborted) before it sent anything
-        return []
+        return empty
     finally:
         recv.close()
         if child.is_alive():
@@ -51,16 +62,16 @@ def _darshan_names(logs):
         child.join()
 
 
-def _names_in_child(logs, send):
+def _reader_in_child(reader, logs, empty, send):
     from ..errors import IodiagError
 
     try:
-        from ..analyzers.readers.darshan_decode import log_names
+        from ..analyzers.readers import darshan_decode
 
-        names = log_names(logs)
+        out = getattr(darshan_decode, reader)(logs)
     except (ImportError, IodiagError):
-        names = []
-    send.send(names)
+        out = empty
+    send.send(out)
     send.close()
 
 
@@ -100,7 +111,8 @@ def run_command(
         settings = DarshanSettings() if max_records is None else DarshanSettings(max_records=max_records)
         opts = RunOptions(command=command, collector=chosen or "auto", dxt=dxt, name=name, darshan_lib=darshan_lib,
                           store=store, dask=not no_dask, dask_report=dask_report, settings=settings,
-                          max_records=max_records, mmap_dir=mmap_dir, log_names=_darshan_names)
+                          max_records=max_records, mmap_dir=mmap_dir, log_names=_darshan_names,
+                          log_times=_darshan_times)
         state["result"] = run_job(opts)
 
     run_guarded(body)

@@ -15,15 +15,20 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..collectors import darshan as dcol
 from ..collectors.supervise import KEEP_DIR, RunOutcome
+from .exec_images import Image, Successor, Verdict, exec_prone, match_by_time
 from .store import COMPLETE, PARTIAL, JobRecord
 
 LOG_PID_RE = re.compile(r"_id(?P<jobid>-?\d+)-(?P<pid>\d+)_")
 # a final log's name: <user>_<exe>_id<jobid>-<pid>_<date>-<seconds>-<hash>_<n>.darshan (Darshan's non-MPI naming)
 LOG_EXE_RE = re.compile(r"^(?P<user>[^_]+)_(?P<exe>.+)_id(?P<jobid>-?\d+)-(?P<pid>\d+)_\d+-\d+-\d+-\d+_\d+\.darshan$")
+
+# when each log's image ran (darshan-util's reader, given by the caller: jobs/ does not import the analyzers):
+# path -> {"start_s", "last_s", ...}; see analyzers/readers/darshan_decode.log_times
+LogTimes = Callable[[Sequence[str]], Mapping[str, Mapping[str, Any]]]
 
 
 @dataclass
@@ -39,6 +44,7 @@ class _Run:
     artefacts: dict[str, Any] = field(default_factory=dict)
     missing: list[dict[str, Any]] = field(default_factory=list)
     recovered: list[dict[str, Any]] = field(default_factory=list)
+    log_times: LogTimes | None = None
 
     def __post_init__(self) -> None:
         self.folder = self.record.folder
@@ -50,9 +56,12 @@ class _Run:
         return _role(pid, self.outcome, self.worker_pids, self.client_pids, self.procs)
 
 
-def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, darshan_jobid: int | None) -> None:
-    """Gather the artefacts the run left, decide complete/partial, write job.json."""
+def finalize_job(record: JobRecord, outcome: RunOutcome, *, collector: str, darshan_jobid: int | None,
+                 log_times: LogTimes | None = None) -> None:
+    """Gather the artefacts the run left, decide complete/partial, write job.json.  ``log_times`` (darshan-util's
+    reader of the logs' job records) tells the images exec replaced when the process watch did not see them."""
     run = _dask_side(record, outcome)
+    run.log_times = log_times
     if collector == "darshan":
         _darshan_logs(run)
     elif collector == "embedded":
@@ -217,21 +226,39 @@ def _recover_mmap_logs(run: _Run, found: dict, logs_dir: Path, candidates: list[
                  and q not in outcome.mapped.values()]
         return cands[0] if len(cands) == 1 else None
 
+    by_time, timed = _exec_by_time(run, found, candidates)
     for path, remnant in candidates:
         pid = outcome.mapped.get(path.name)
-        replaced = execs.match(path.name, pid) if remnant else None
+        verdict: Verdict | None = None
+        if not remnant:
+            replaced = None
+        elif pid is not None or path.name not in timed:  # the watch tied it to its process (exact), or no times
+            replaced = execs.match(path.name, pid)
+        else:  # the watch did not see it: the logs' own times decide
+            verdict = by_time.get(path.name)
+            replaced = (verdict.pid, verdict.exec) if verdict is not None else None
         if replaced is not None:
             pid, image = replaced
             new = dcol.recover_mmap_log(path, dest_dir=logs_dir, pid=pid)
             if new is None:
                 continue
-            role = run.role(pid) if pid is not None else "a process that exec'd; several fit, which one is not recorded"
+            several = (f" (pids {', '.join(map(str, verdict.fits))})" if verdict is not None and verdict.fits else "")
+            role = run.role(pid) if pid is not None else f"a process that exec'd; several fit{several}, which one is not recorded"
+            role = "a process the watch did not see" if role == "process" else role
             found["logs"].append(new)
-            run.recovered.append({"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
-                                  "when": "replaced by exec", "exec": image})
+            entry = {"pid": pid, "log": str(new.relative_to(folder)), "from": path.name, "role": role,
+                     "when": "replaced by exec", "exec": image,
+                     "told_by": "the log times" if verdict is not None else "the process watch"}
+            if verdict is not None and verdict.gap_s is not None:
+                entry["gap_s"] = round(verdict.gap_s, 6)
+            run.recovered.append(entry)
+            how = ("" if verdict is None else
+                   f" (told by the logs' times: its last record ended {verdict.gap_s * 1e3:.1f} ms before the "
+                   f"{image} of process {pid} started)" if verdict.gap_s is not None else
+                   " (told by the logs' times; several processes fit)")
             run.run_notes.append(f"process {pid or '?'} ({role}) replaced its image ({dcol.MMAP_RE.match(path.name)['exe']}) "
                                  f"by exec ({image}): Darshan's shutdown never runs for an image exec replaces; its "
-                                 "records were recovered from its mmap log")
+                                 f"records were recovered from its mmap log{how}")
             continue
         pid = pid or infer_pid(path.name)
         if pid in logged_pids:  # the process finished its log: nothing to recover
@@ -252,6 +279,58 @@ def _recover_mmap_logs(run: _Run, found: dict, logs_dir: Path, candidates: list[
         run.reasons.append(f"process {pid or '?'} ({role}) {when}")
         if pid:
             logged_pids.add(pid)
+
+
+def _exec_by_time(run: _Run, found: dict, candidates: list[tuple[Path, bool]]) -> tuple[dict[str, Verdict], set[str]]:
+    """The left mmap logs the process watch did not tie to a process, judged by the logs' times (``exec_images``):
+    (image name -> Verdict for those exec replaced, the names whose times could be read)."""
+    outcome, procs = run.outcome, run.procs
+    remnants = [p for p, remnant in candidates if remnant]
+    left = [p for p in remnants if p.name not in outcome.mapped]
+    if not left or run.log_times is None:
+        return {}, set()
+    finals = [(p, m) for p in found["logs"] if (m := LOG_EXE_RE.match(p.name))]
+    try:
+        times = run.log_times([str(p) for p in remnants] + [str(p) for p, _ in finals])
+    except Exception:  # noqa: BLE001 - a reader that fails costs this evidence only (the name rule stands in)
+        return {}, set()
+    images = []
+    for p in left:
+        m, t = dcol.MMAP_RE.match(p.name), times.get(str(p))
+        if m and t:
+            images.append(Image(p.name, m["exe"], m["jobid"], float(t["start_s"]), float(t["last_s"])))
+    # a process whose earlier image the watch tied to its mmap log has its predecessor already
+    claimed = {pid for name, pid in outcome.mapped.items() if any(p.name == name for p, remnant in candidates if remnant)}
+    succs = [Successor(p.name, int(m["pid"]), m["exe"], m["jobid"], float(times[str(p)]["start_s"]))
+             for p, m in finals if str(p) in times and int(m["pid"]) not in claimed]
+    # the watch saw the process run that program already before the image started: not its predecessor
+    excluded: dict[int, list[str]] = {}
+    for s in succs:
+        seen = procs.get(s.pid)
+        first = (seen.earlier[0] if seen is not None and seen.earlier else seen.cmdline if seen is not None else "")
+        if first and os.path.basename(first.split(" ", 1)[0]) == s.exe:
+            excluded[s.pid] = [i.name for i in images if seen.first_seen_s < i.start_s]
+    # the earliest of all the job's logs, when it is a left image, is the main process's first one
+    starts = [(float(times[str(p)]["start_s"]), p.name) for p in remnants + [p for p, _ in finals] if str(p) in times]
+    earliest = min(starts, default=(0.0, ""))[1]
+    main = (earliest, outcome.pid) if any(i.name == earliest for i in images) else None
+    # other than the main process's first image, images of shells and exec-only wrappers (see EXEC_PRONE), and of
+    # another program only before a process the watch saw run that program and then another (its command lines)
+    def ran(pid: int) -> set[str]:
+        seen = procs.get(pid)
+        return {os.path.basename(c.split(" ", 1)[0]) for c in seen.earlier if c} if seen is not None else set()
+
+    witnessed = {s.pid: ran(s.pid) for s in succs}
+    judged = []
+    for i in images:
+        if i.name == earliest or exec_prone(i.exe):
+            judged.append(i)
+        elif any(i.exe in w for w in witnessed.values()):
+            judged.append(i)
+            for pid, w in witnessed.items():
+                if i.exe not in w:
+                    excluded.setdefault(pid, []).append(i.name)
+    return match_by_time(judged, succs, main=main, excluded=excluded), {i.name for i in images}
 
 
 def _name_missing_logs(run: _Run, found: dict, expected: set[int], logged_pids: set[int],

@@ -30,7 +30,7 @@ from .. import __version__
 from ..collectors import darshan as dcol
 from ..collectors.supervise import RunOutcome, run_supervised
 from ..errors import CollectorError, UsageError
-from .finalize import finalize_job
+from .finalize import LogTimes, finalize_job
 from .snapshot import write_snapshot
 from .store import JobRecord, create_job
 
@@ -70,6 +70,9 @@ class RunOptions:
     # the file names in Darshan logs (darshan-util's reader, given by the caller: jobs/ does not import the
     # analyzers); without it a Darshan job's snapshot holds the mount table only
     log_names: Callable[[Sequence[str]], Iterable[str]] | None = None
+    # when each Darshan log's image ran (darshan-util's reader of job records, given by the caller likewise): tells
+    # the images exec replaced when the process watch missed them; without it only the watch's evidence counts
+    log_times: LogTimes | None = None
 
 
 @dataclass
@@ -247,7 +250,7 @@ def _run_in(record: JobRecord, opts: RunOptions, argv: list[str], collector: str
     record.save()
 
     outcome = run_supervised(argv, env=child_env, cwd=cwd, watch_folder=watch, tick_s=opts.tick_s, grace_s=opts.grace_s)
-    finalize_job(record, outcome, collector=collector, darshan_jobid=darshan_jobid)
+    finalize_job(record, outcome, collector=collector, darshan_jobid=darshan_jobid, log_times=opts.log_times)
     write_snapshot(record, log_names=opts.log_names)  # array metadata, mounts, layouts: the report reads the job only
     return RunResult(record=record, outcome=outcome, notes=notes + record.data.get("run_notes", []))
 

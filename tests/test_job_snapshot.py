@@ -178,7 +178,7 @@ def test_a_darshan_jobs_touched_paths_are_its_logs_name_records(tmp_path):
     """A job recorded with Darshan: the paths to snapshot are the name records of its logs (read through the
     reader ``iodiag run`` is given; without one the snapshot says it has none)."""
     from conftest import corpus_path
-    from iodiag.analyzers.readers.darshan_decode import log_names
+    from iodiag.analyzers.readers.darshan_logmeta import log_names
     from iodiag.jobs.snapshot import touched_paths
     from iodiag.jobs.store import create_job
 

@@ -331,7 +331,7 @@ def _blind_watch_run(monkeypatch, tmp_path, script: str, name: str = "app.sh"):
     """Run ``script`` (a bash batch script, or a Python one given its ``name``) under ``iodiag run --darshan`` in
     this process with the process watch seeing nothing, as it can happen on a loaded machine for short-lived
     processes: what is left to tell an image exec replaced from a process that died is the logs themselves."""
-    from iodiag.analyzers.readers.darshan_decode import log_times
+    from iodiag.analyzers.readers.darshan_logmeta import log_times
     from iodiag.collectors import supervise
     from iodiag.jobs.run import RunOptions, run_job
 

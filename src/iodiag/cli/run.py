@@ -66,9 +66,9 @@ def _reader_in_child(reader, logs, empty, send):
     from ..errors import IodiagError
 
     try:
-        from ..analyzers.readers import darshan_decode
+        from ..analyzers.readers import darshan_logmeta
 
-        out = getattr(darshan_decode, reader)(logs)
+        out = getattr(darshan_logmeta, reader)(logs)
     except (ImportError, IodiagError):
         out = empty
     send.send(out)

@@ -27,7 +27,7 @@ LOG_PID_RE = re.compile(r"_id(?P<jobid>-?\d+)-(?P<pid>\d+)_")
 LOG_EXE_RE = re.compile(r"^(?P<user>[^_]+)_(?P<exe>.+)_id(?P<jobid>-?\d+)-(?P<pid>\d+)_\d+-\d+-\d+-\d+_\d+\.darshan$")
 
 # when each log's image ran (darshan-util's reader, given by the caller: jobs/ does not import the analyzers):
-# path -> {"start_s", "last_s", ...}; see analyzers/readers/darshan_decode.log_times
+# path -> {"start_s", "last_s", ...}; see analyzers/readers/darshan_logmeta.log_times
 LogTimes = Callable[[Sequence[str]], Mapping[str, Mapping[str, Any]]]
 
 

@@ -472,6 +472,37 @@ def _open_key(args, kwargs, lib):
     return (path, "r" if mode == "r" else "w", opts + (("lib", lib),))
 
 
+def _handle_defaults(h, lib):
+    """A reused netCDF4 handle gets the per-open settings a new one has, as the program would get them."""
+    if lib != "netCDF4":
+        return
+    for call in ("set_auto_maskandscale", "set_always_mask", "set_auto_chartostring"):
+        try:
+            getattr(h, call)(True)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _keep_new(orig, orig_close, cls, args, kwargs, lib, key, state, count):
+    """The first open of a file: the library's own handle, kept (closed for real at exit); the library's plain
+    call when its own constructor refuses the arguments (its own error then)."""
+    h = orig.__new__(cls, *args, **kwargs) if lib == "netCDF4" else orig.__new__(cls)
+    try:
+        orig.__init__(h, *args, **kwargs)
+    except Exception:  # noqa: BLE001 - the library's own call, its own error
+        return orig(*args, **kwargs)
+    count[0] += 1
+    count[1] += 1
+    state.handles[key] = h
+    state.kept[id(h)] = orig_close
+    if not state.exit_hook:
+        import atexit
+
+        atexit.register(state.at_exit)  # after the library's own exit handlers: runs before them
+        state.exit_hook = True
+    return h
+
+
 def _patch_open_once(mod, lib, state):
     """Replace ``mod.Dataset`` (netCDF4) / ``mod.File`` (h5py) by a subclass whose construction returns the kept
     handle of a file opened before; anything it does not recognise is the library's own call."""
@@ -481,15 +512,6 @@ def _patch_open_once(mod, lib, state):
     flush = (lambda h: h.sync()) if lib == "netCDF4" else (lambda h: h.flush())
     orig_close = orig.close
     mine = ("lib", lib)
-
-    def defaults(h):  # a new netCDF4 handle's per-open settings, as the program would get them
-        if lib != "netCDF4":
-            return
-        for call in ("set_auto_maskandscale", "set_always_mask", "set_auto_chartostring"):
-            try:
-                getattr(h, call)(True)
-            except Exception:  # noqa: BLE001
-                pass
 
     class _Meta(type(orig)):
         def __instancecheck__(cls, obj):
@@ -527,25 +549,11 @@ def _patch_open_once(mod, lib, state):
                 state.closed.discard(id(h))
                 if count[0] == 2:
                     _record(event="open_once", where=where, path=key[0])
-                defaults(h)
+                _handle_defaults(h, lib)
                 return h
             for k in same:  # kept read-only, now opened for writing: the real close, then a writable handle
                 state.close_real(k)
-            h = orig.__new__(cls, *args, **kwargs) if lib == "netCDF4" else orig.__new__(cls)
-            try:
-                orig.__init__(h, *args, **kwargs)
-            except Exception:  # noqa: BLE001 - the library's own call, its own error
-                return orig(*args, **kwargs)
-            count[0] += 1
-            count[1] += 1
-            state.handles[key] = h
-            state.kept[id(h)] = orig_close
-            if not state.exit_hook:
-                import atexit
-
-                atexit.register(state.at_exit)  # after the library's own exit handlers: runs before them
-                state.exit_hook = True
-            return h
+            return _keep_new(orig, orig_close, cls, args, kwargs, lib, key, state, count)
 
     def __init__(self, *args, **kwargs):
         if id(self) in state.kept:

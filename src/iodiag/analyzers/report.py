@@ -36,6 +36,10 @@ def program_name(exe: str, args: str) -> str:
     base = os.path.basename(exe)
     words = (args or "").split()
     if base.startswith(("python", "pypy")) and words:
+        i = 0
+        while i < len(words) and words[i].startswith("-") and words[i] not in ("-m", "-c", "-", "--"):
+            i += 2 if words[i] in ("-W", "-X", "--check-hash-based-pycs") else 1  # python -W ignore script.py
+        words = words[i:] or words[-1:]
         if words[0] == "-m" and len(words) > 1:
             return f"python -m {words[1]}"
         if words[0] == "-c":

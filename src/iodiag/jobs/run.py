@@ -99,14 +99,23 @@ def resolve_command(command: Sequence[str]) -> list[str]:
     return argv
 
 
+PYTHON_VALUE_OPTIONS = ("-W", "-X", "--check-hash-based-pycs")  # options whose value is the next word
+
+
 def _job_name(argv: Sequence[str], name: str | None) -> str:
     if name:
         return name
+    python, skip = False, False
     for a in argv:
+        if skip:  # the value of an interpreter option (python -W ignore script.py)
+            skip = False
+            continue
         base = os.path.basename(a)
         if base.startswith("python") or base in ("env", "bash", "sh"):
+            python = python or base.startswith("python")
             continue
         if a.startswith("-"):
+            skip = python and a in PYTHON_VALUE_OPTIONS
             continue
         return base
     return os.path.basename(argv[0])

@@ -20,3 +20,29 @@ def test_python_options_with_a_value_do_not_name_the_job(tmp_path):
     assert "job " in r.stderr.decode() and "-tiny-" in r.stderr.decode()  # not "-ignore-"
     rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
     assert rep["job"]["program"] == "tiny.py"
+
+
+REREAD = '''import subprocess, sys
+if len(sys.argv) > 1:  # a child: reads data.bin twice through POSIX (open().read) and twice through STDIO (fromfile)
+    import numpy as np
+    for _ in range(2):
+        open("data.bin", "rb").read()
+        np.fromfile("data.bin", dtype="u1")
+else:  # the parent reads nothing and starts two children
+    for p in [subprocess.Popen([sys.executable, __file__, "child"]) for _ in range(2)]:
+        p.wait()
+'''
+
+
+def test_a_file_read_through_posix_and_stdio_counts_each_reader_once(tmp_path):
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    (tmp_path / "data.bin").write_bytes(bytes(range(256)) * 8192)  # 2 MiB
+    (tmp_path / "reread.py").write_text(REREAD)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "reread.py", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    assert rep["job"]["nprocs"] == 3
+    f = next(f for f in rep["findings"] if f["id"] == "redundant-read")
+    assert f["evidence"]["worst_file_amplification"] == 8.0
+    assert f["evidence"]["worst_file_readers"] == 2  # two children, each with a POSIX and a STDIO record
+    assert "by 2 processes" in f["recommendation"]

@@ -301,7 +301,9 @@ def _compute(profile: JobProfile) -> Metrics:
         np.maximum.at(fs["size_bytes"], fidx, np.maximum(lv["max_read"], lv["max_written"]) + 1.0)
         fs["size_bytes"][(fs["bytes_read"] + fs["bytes_written"]) == 0] = 0
     # processes per file: a shared record counts every process
-    ranks = np.bincount(fidx[own], minlength=nf).astype("i8") if nf else np.zeros(0, "i8")
+    # (a file's POSIX and STDIO rows of one process are one process: count distinct (file, process) pairs)
+    pairs = unique(fidx[own] * (n + 1) + proc[own]) if nf else np.zeros(0, "i8")
+    ranks = np.bincount(pairs // (n + 1), minlength=nf).astype("i8") if nf else np.zeros(0, "i8")
     if nf and (~own).any():
         ranks[unique(fidx[~own])] = n
     partial = set(profile.job.partial_modules)

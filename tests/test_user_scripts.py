@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from conftest import run_cli
 
 TINY = "open('out.txt', 'w').write('x' * 100)\n"
@@ -46,3 +48,32 @@ def test_a_file_read_through_posix_and_stdio_counts_each_reader_once(tmp_path):
     assert f["evidence"]["worst_file_amplification"] == 8.0
     assert f["evidence"]["worst_file_readers"] == 2  # two children, each with a POSIX and a STDIO record
     assert "by 2 processes" in f["recommendation"]
+
+
+APPEND_ZARR = '''import sys
+import numpy as np, pandas as pd, xarray as xr
+for i in range(int(sys.argv[2])):  # one time step per to_zarr call, appended along time
+    ds = xr.Dataset({"tas": (("time", "lat", "lon"), np.full((1, 9, 18), i, "f4"))},
+                    coords={"time": [pd.Timestamp("2001-01-01") + pd.Timedelta(days=i)]})
+    if i == 0:
+        ds.to_zarr(sys.argv[1], mode="w", zarr_format=3, consolidated=False)
+    else:
+        ds.to_zarr(sys.argv[1], append_dim="time", consolidated=False)
+'''
+
+
+def _run_append(tmp_path, steps=40):
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    (tmp_path / "append_zarr.py").write_text(APPEND_ZARR)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "append_zarr.py", str(tmp_path / "a.zarr"), str(steps),
+                env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    return env, json.loads(run_cli("report", "last", "--json", env=env).stdout)
+
+
+def test_zarr_v3_metadata_written_through_temp_files_keeps_its_name(tmp_path):
+    pytest.importorskip("zarr")
+    env, rep = _run_append(tmp_path)
+    paths = [f["path"] for f in rep["top_files"]] + [p for f in rep["findings"] for p in f["files"]]
+    assert any(p.endswith("/tas/zarr.json") for p in paths), paths
+    assert not [p for p in paths if p.endswith("/zarr")]  # zarr.<hex>.partial was named ".../zarr"

@@ -136,8 +136,13 @@ _TEMP_SUFFIX = re.compile(r"\.[0-9a-f]{16,}\.partial$")
 
 def final_name(path: str) -> str:
     """The name a writer's temporary file ends up with: zarr-python writes ``<chunk>.<uuid hex>.partial`` and
-    renames it to ``<chunk>``; a report names the chunk, not the temp file."""
-    return _TEMP_SUFFIX.sub("", path) if path.endswith(".partial") else path
+    renames it to ``<chunk>``; a report names the chunk, not the temp file.  zarr-python makes the temp name with
+    ``Path.with_suffix``, so Zarr v3's ``zarr.json`` is written as ``zarr.<uuid hex>.partial``: its name gets its
+    ``.json`` back (without it, reports named a file ``…/tas/zarr`` that does not exist)."""
+    if not path.endswith(".partial"):
+        return path
+    out = _TEMP_SUFFIX.sub("", path)
+    return out + ".json" if out != path and out.rsplit("/", 1)[-1] == "zarr" else out
 
 
 def paths_of_ids(profile: JobProfile, ids: np.ndarray) -> list:

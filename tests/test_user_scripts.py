@@ -77,3 +77,18 @@ def test_zarr_v3_metadata_written_through_temp_files_keeps_its_name(tmp_path):
     paths = [f["path"] for f in rep["top_files"]] + [p for f in rep["findings"] for p in f["files"]]
     assert any(p.endswith("/tas/zarr.json") for p in paths), paths
     assert not [p for p in paths if p.endswith("/zarr")]  # zarr.<hex>.partial was named ".../zarr"
+
+
+def test_a_zarr_append_loop_is_told_to_batch_its_appends_not_to_keep_zarr_json_open(tmp_path):
+    pytest.importorskip("zarr")
+    env, rep = _run_append(tmp_path)
+    f = next(f for f in rep["findings"] if f["id"] == "metadata-storm")
+    assert "zarr.json is opened" in f["recommendation"]
+    assert "append many steps per call" in f["recommendation"]
+    assert "reuse the handle" not in f["recommendation"]  # zarr-python gives the program no handle to keep
+    rec = json.loads(run_cli("recommend", "last", "--json", env=env).stdout)
+    top = rec["recommendations"][0]
+    code = "\n".join(c["text"] for c in top["changes"])
+    assert "Append many time steps per to_zarr call" in top["title"]
+    assert 'append_dim="time"' in code and "open(" not in code  # not: open(".../zarr.json", "r+b")
+    assert "at most" not in json.dumps(top["gain"])  # the calls' CPU work changes too: no I/O-only bound

@@ -49,6 +49,7 @@ def open_once_rec(f: Finding, j: JobFacts, path: str | None, profile=None) -> Re
     netcdf = name.endswith((".nc", ".nc4", ".cdf")) or "PnetCDF" in j.layers
     hdf5 = name.lower().endswith((".h5", ".hdf5", ".he5"))
     array = netcdf or hdf5 or name.endswith((".grib", ".grb2"))
+    zarr = (f.facts.get("reopened") or {}).get("zarr") if path else None  # "append" / "read": Zarr metadata
     written = _file_written(profile, path) if path and profile is not None else j.writes
     # a C open mode: read-only unless the job writes that file at all (any write needs write access)
     any_write = (_file_writes(profile, p)[0] > 0) if profile is not None and (path or f.files) else j.writes
@@ -65,6 +66,20 @@ def open_once_rec(f: Finding, j: JobFacts, path: str | None, profile=None) -> Re
                     '    nc["var"][t] = step  # write step t\n'
                     '    nc.sync()  # only if readers need each step on disk at once\n'
                     'nc.close()  # once, after the loop')
+    elif j.python and zarr:  # no handle to keep: each to_zarr / open_zarr call reads the store's metadata
+        store = p[: p.index(".zarr/") + 5] if ".zarr/" in p else (p.rsplit("/", 1)[0] if "/" in p else ".")
+        if zarr == "append":
+            title = f"Append many time steps per to_zarr call ({name} is opened {opens:,} times)"
+            code = ('batch = []  # the Datasets of the steps not written yet\n'
+                    'for i, step in enumerate(steps):  # step: an xr.Dataset of one time step\n'
+                    '    batch.append(step)\n'
+                    '    if len(batch) == 24 or i == len(steps) - 1:  # one call per 24 steps\n'
+                    f'        xr.concat(batch, "time").to_zarr("{store}", append_dim="time")  # mode="w" for the first\n'
+                    '        batch = []')
+        else:
+            title = f"Open the Zarr store once instead of {opens:,} times"
+            code = (f'ds = xr.open_zarr("{store}")  # once, before the loop\n'
+                    'for t in range(ds.sizes["time"]):\n    step = ds.isel(time=t).load()')
     elif j.python and array:
         code = (f'ds = xr.open_dataset("{p}")  # once, before the loop\n'
                 'for t in range(ds.sizes["time"]):\n    step = ds.isel(time=t).load()')
@@ -81,9 +96,10 @@ def open_once_rec(f: Finding, j: JobFacts, path: str | None, profile=None) -> Re
         code = f'fp = fopen("{p}", "{"r" if not j.writes else "r+"}");  /* once */'
     else:
         code = f'fd = open("{p}", {"O_RDONLY" if not j.writes else "O_RDWR"});  /* once */'
-    # opening a NetCDF/HDF5 file also decodes its header (work outside the I/O calls): no bound for that
+    # opening a NetCDF/HDF5 file also decodes its header, a to_zarr/open_zarr call its metadata (work outside the
+    # I/O calls): no bound for that
     return Recommendation(id="open-once", title=title, settings={"open_once": path or True},
-                          changes=(Change("snippet", code),), gain=RESHAPES if array or "HDF5" in j.layers else IO_ONLY)
+                          changes=(Change("snippet", code),), gain=RESHAPES if array or zarr or "HDF5" in j.layers else IO_ONLY)
 
 
 __all__ = ["open_once_rec"]

@@ -185,10 +185,19 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
         advice.append(f"{fmt_pct(k['share'])} of the metadata time ({k['files']:,} file{'' if k['files'] == 1 else 's'}) {text}")
     if facts.get("reopened"):
         r = facts["reopened"]
-        advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: open it once "
-                      f"per process and reuse the handle"
-                      + (" (xarray: open_dataset once and pass the Dataset to tasks)"
-                         if facts.get("python") and not r.get("writes") else ""))
+        if r.get("zarr") == "append":  # Zarr metadata: no handle to keep, every to_zarr call reads and rewrites it
+            advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: it is Zarr metadata "
+                          f"that every to_zarr(append_dim=...) call reads and writes anew: append many steps per "
+                          f"call (xr.concat a batch of steps, then one to_zarr)")
+        elif r.get("zarr") == "read":
+            advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: it is Zarr metadata "
+                          f"read at every open of the store: open the store once (xr.open_zarr before the loop) "
+                          f"and index the Dataset per step")
+        else:
+            advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: open it once "
+                          f"per process and reuse the handle"
+                          + (" (xarray: open_dataset once and pass the Dataset to tasks)"
+                             if facts.get("python") and not r.get("writes") else ""))
     if facts.get("opened_files") is not None:
         opened, data_ops = facts["opened_files"], facts["data_ops"]
         if opened * 10 <= opens:  # many opens of a few files: the files are not the problem

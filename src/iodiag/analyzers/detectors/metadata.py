@@ -82,6 +82,20 @@ def _may_many(profile: JobProfile, cfg: Config) -> bool:
     return sum(len(t) for t in (profile.module("POSIX"), profile.module("STDIO")) if t is not None) >= cfg.small_files.count
 
 
+ZARR_META = ("zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata")
+
+
+def _zarr_meta_use(profile: JobProfile, lv, path: str) -> str | None:
+    """For a Zarr metadata document, "append" when the job writes files of its array or group (each
+    to_zarr(append_dim=...) call reads it and writes it anew through a temp file), else "read"; None otherwise."""
+    folder, _, name = path.rpartition("/")
+    if name not in ZARR_META:
+        return None
+    paths = profile.path_of()
+    written = {paths.get(int(f), "") for f, b in zip(lv["file_id"].tolist(), lv["bytes_written"].tolist()) if b > 0}
+    return "append" if any(p.startswith(folder + "/") for p in written) else "read"
+
+
 def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     c = cfg.metadata
     if not _may_storm(profile, cfg):
@@ -129,6 +143,9 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
         i = np.flatnonzero(reopen)[np.argmax(lv["opens"][reopen])]
         facts["reopened"] = {"path": profile.path_of().get(int(lv["file_id"][i]), "?"), "opens": int(lv["opens"][i]),
                              "process": int(lv["proc"][i]), "writes": int(lv["writes"][i])}
+        zarr = _zarr_meta_use(profile, lv, facts["reopened"]["path"])
+        if zarr:
+            facts["reopened"]["zarr"] = zarr
     if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
         facts["opened_files"] = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
     facts["many"] = {k: counts[k] >= (c.min_ops // 10 if k == "fsyncs" else c.min_ops) for k in ("stats", "seeks", "fsyncs")}

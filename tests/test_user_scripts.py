@@ -92,3 +92,29 @@ def test_a_zarr_append_loop_is_told_to_batch_its_appends_not_to_keep_zarr_json_o
     assert "Append many time steps per to_zarr call" in top["title"]
     assert 'append_dim="time"' in code and "open(" not in code  # not: open(".../zarr.json", "r+b")
     assert "at most" not in json.dumps(top["gain"])  # the calls' CPU work changes too: no I/O-only bound
+
+
+MONTHLY = '''import sys
+import xarray as xr
+ds = xr.open_zarr(sys.argv[1])
+print(float(ds["tas"].groupby("time.month").mean("time").mean()))
+'''
+
+
+def test_the_trained_model_addresses_only_findings_the_job_has(tmp_path):
+    """A monthly mean over a store of one chunk per day: the model's rechunking said it addressed small-io,
+    many-small-files, metadata-storm, task-overhead and redundant-read whatever the job's findings were."""
+    np, pd, xr = pytest.importorskip("numpy"), pytest.importorskip("pandas"), pytest.importorskip("xarray")
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    time = pd.date_range("2000-01-01", periods=365, freq="D")
+    data = np.random.default_rng(0).standard_normal((365, 90, 180)).astype("f4")  # 23.7 MB: in the model's range
+    xr.Dataset({"tas": (("time", "lat", "lon"), data)}, coords={"time": time}).chunk({"time": 1}).to_zarr(
+        tmp_path / "daily.zarr", zarr_format=3, consolidated=False)
+    (tmp_path / "monthly.py").write_text(MONTHLY)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "monthly.py", "daily.zarr", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    found = {f["id"] for f in rep["findings"]}
+    tree = next(x for x in rep["recommendations"] if x["source"] == "tree")
+    assert tree["settings"].get("chunks")  # the model does advise this job
+    assert set(tree["addresses"]) <= found, (tree["addresses"], found)

@@ -125,7 +125,8 @@ def combine(tree: Recommendation, rules: Sequence[Recommendation],
     for r in rules:
         (deferred if keys & set(r.settings) or (r.id == tree.id) else kept).append(r)
     notes = list(tree.notes)
-    addresses = list(tree.addresses)
+    found = {f.id for f in findings}  # the findings of this job the tree's change bears on, not all it could
+    addresses = [a for a in tree.addresses if a in found]
     for r in deferred:
         same = ", ".join(sorted(keys & set(r.settings))) or r.id
         notes.append(f"the rule-based advice on {same} ({', '.join(r.addresses) or 'measured features'}: "

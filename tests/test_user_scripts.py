@@ -118,3 +118,25 @@ def test_the_trained_model_addresses_only_findings_the_job_has(tmp_path):
     tree = next(x for x in rep["recommendations"] if x["source"] == "tree")
     assert tree["settings"].get("chunks")  # the model does advise this job
     assert set(tree["addresses"]) <= found, (tree["addresses"], found)
+
+
+STEPS_NPY = '''import os
+import numpy as np
+os.makedirs("steps", exist_ok=True)
+for t in range(400):  # one small .npy per time step: numpy writes its data with one fwrite
+    np.save(f"steps/field_{t:05d}.npy", np.full((16, 16), t, "f4"))
+'''
+
+
+def test_small_files_written_in_one_fwrite_each_are_not_told_to_raise_the_stream_buffer(tmp_path):
+    pytest.importorskip("numpy")
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    (tmp_path / "steps.py").write_text(STEPS_NPY)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "steps.py", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    f = next(f for f in rep["findings"] if f["id"] == "stdio-heavy")
+    assert f["evidence"]["stdio_ops"] >= 400 and f["evidence"]["mean_stdio_request_bytes"] < 4096
+    assert "a larger buffer saves no call" in f["recommendation"] and "setvbuf" not in f["recommendation"]
+    assert not [x for x in rep["recommendations"] if x["id"] == "buffering" and not x.get("abstain")]
+    assert any(x["id"] == "many-small-files" or "small ones" in x["title"] for x in rep["recommendations"])

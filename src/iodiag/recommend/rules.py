@@ -347,7 +347,15 @@ def _stdio_heavy(f: Finding, cfg: Config) -> str:
             f"{fmt_bytes(ev['mean_stdio_request_bytes'])}): " + (
                 "requests are already large, so STDIO costs little here; switch to POSIX or MPI-IO only if several "
                 "processes share these files" if f.facts.get("large_requests") else
+                f"each stream moves its file in about one call ({f.facts['calls_per_open']:.1f} per open), so a larger "
+                "buffer saves no call: the number of small files is what costs (fewer, larger files)"
+                if _one_call_per_open(f) else
                 "use POSIX read/write with large buffers or MPI-IO/HDF5; at least raise the stream buffer (setvbuf)"))
+
+
+def _one_call_per_open(f: Finding) -> bool:
+    """Whether each STDIO stream of the finding made at most ~2 fread/fwrite calls: a buffer cannot merge them."""
+    return 0 < float(f.facts.get("calls_per_open") or 0) <= 2.0
 
 
 def _fsync_per_write(f: Finding, cfg: Config) -> str:

@@ -164,7 +164,9 @@ def detect_stdio_heavy(profile: JobProfile, cfg: Config) -> list[Finding]:
           "stdio_files": int(len(unique(lv["file_id"][st])))}
     return [finding(cfg, profile, STDIO_HEAVY.id, f"{fmt_pct(ev['stdio_share_of_bytes'])} of bytes ({fmt_bytes(ev['stdio_bytes'])}) "
                     "move through STDIO streams", wall_s=wall_cost_of_rows(profile, row_cost), process_s=float(row_cost.sum()),
-                    evidence=ev, facts={"large_requests": ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes},
+                    evidence=ev, facts={"large_requests": ev["mean_stdio_request_bytes"] >= cfg.small_io.size_bytes,
+                                        # fread/fwrite calls per fopen: ~1 when each stream moves its file in one call
+                                        "calls_per_open": float(ops.sum() / max(float(lv["opens"][st].sum()), 1.0))},
                     files=top_files(profile, lv["file_id"][st], t, cfg.report.top_files))]
 
 

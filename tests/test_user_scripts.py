@@ -140,3 +140,28 @@ def test_small_files_written_in_one_fwrite_each_are_not_told_to_raise_the_stream
     assert "a larger buffer saves no call" in f["recommendation"] and "setvbuf" not in f["recommendation"]
     assert not [x for x in rep["recommendations"] if x["id"] == "buffering" and not x.get("abstain")]
     assert any(x["id"] == "many-small-files" or "small ones" in x["title"] for x in rep["recommendations"])
+
+
+H5_COLUMNS = '''import h5py
+with h5py.File("cols.h5", "r") as f:
+    d = f["data"]
+    means = [d[:, j].mean() for j in range(0, 2048, 64)]  # a time series per grid point, one column at a time
+'''
+
+
+def test_an_h5py_column_loop_is_not_told_to_buffer_python_open(tmp_path):
+    """HDF5 makes the small reads of an h5py loop (64 KiB sieve reads): Python's open(buffering=...) cannot reach
+    them, and the whole-file read for it is h5py's, not xarray's."""
+    h5py, np = pytest.importorskip("h5py"), pytest.importorskip("numpy")
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    with h5py.File(tmp_path / "cols.h5", "w") as f:
+        f.create_dataset("data", data=np.zeros((400, 2048)))  # contiguous, 6.25 MiB
+    (tmp_path / "cols.py").write_text(H5_COLUMNS)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "cols.py", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    small = next(f for f in rep["findings"] if f["id"] == "small-io")
+    assert "Python's open() cannot buffer them" in small["recommendation"]
+    codes = {x["id"]: "\n".join(c["text"] for c in x["changes"]) for x in rep["recommendations"]}
+    assert "set_sieve_buf_size" in codes["buffering"] and "open(path" not in codes["buffering"]
+    assert 'h5py.File("' in codes["read-once"] and "xr.open_dataset" not in codes["read-once"]

@@ -98,6 +98,11 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
                "gather the pieces in memory)")
         parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them ({how}, or write "
                            f"whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
+        if ev.get("_python") and str(ev.get("array_file") or "").lower().endswith((".h5", ".hdf5", ".he5")):
+            parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: the HDF5 library makes them, "
+                               f"so Python's open() cannot buffer them: read many elements per call (a block, or the "
+                               f"whole dataset), or give HDF5 a {fmt_bytes(buf)} sieve buffer (h5py: "
+                               f"fapl.set_sieve_buf_size({buf})){gain}")
     if n["strided"] >= 0.2 * base and "strided" not in parts:
         whole = ("gather the strided pieces in memory and write the whole region in large blocks"
                  if ev.get("_writes") else "read the whole strided region in large blocks and slice in memory")

@@ -165,3 +165,27 @@ def test_an_h5py_column_loop_is_not_told_to_buffer_python_open(tmp_path):
     codes = {x["id"]: "\n".join(c["text"] for c in x["changes"]) for x in rep["recommendations"]}
     assert "set_sieve_buf_size" in codes["buffering"] and "open(path" not in codes["buffering"]
     assert 'h5py.File("' in codes["read-once"] and "xr.open_dataset" not in codes["read-once"]
+
+
+REOPEN_NC = '''import sys
+import netCDF4
+for _ in range(3):  # a header look at each pass: netCDF-C reads up to 4 MiB of the file at every open
+    with netCDF4.Dataset(sys.argv[1]) as nc:
+        print(nc["v"].shape)
+'''
+
+
+def test_netcdf_open_probe_rereads_are_told_to_open_less_not_to_cache_data(tmp_path):
+    np, xr = pytest.importorskip("numpy"), pytest.importorskip("xarray")
+    pytest.importorskip("netCDF4")
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    xr.Dataset({"v": (("t", "y", "x"), np.zeros((20, 100, 500), "f4"))}).to_netcdf(tmp_path / "f.nc")  # 4 MB
+    (tmp_path / "reopen.py").write_text(REOPEN_NC)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "reopen.py", "f.nc", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    f = next(f for f in rep["findings"] if f["id"] == "redundant-read")
+    assert "netCDF-C's format probe (3 opens" in f["recommendation"]
+    assert "keep it in memory" not in f["recommendation"]  # the program reads no data: a data cache saves nothing
+    top = next(x for x in rep["recommendations"] if "redundant-read" in x["addresses"])
+    assert top["id"] == "open-once" and top["title"].startswith("Open each NetCDF file once per process (3 opens")

@@ -39,7 +39,7 @@ from ..analyzers.detectors.tasks import STRAGGLER_TASK, TASK_OVERHEAD
 from ..config import Config
 from ..findings import Finding
 from .gains import _nothing_to_gain, _with_gain, io_bound
-from .open_once import open_once_rec as _open_once
+from .open_once import open_once_rec as _open_once, probe_dominant
 from .jobfacts import IO_ONLY, RESHAPES, Fix, FixContext, JobFacts, NoSetting, job_facts
 from .recommendation import Change, Recommendation
 from .settings import (_alignment_rec, _chunks_from_files, _chunks_from_tasks, _python_buffering, _rmw_setting,
@@ -293,6 +293,10 @@ _SHARE = {"dask": ("persist", "ds = ds.persist()  # load once into the workers; 
 
 def _fix_redundant_read(f: Finding, j: JobFacts, c: FixContext):
     kind = f.facts.get("kind", "")
+    if j.python and probe_dominant(f):  # netCDF-C reads up to 4 MiB at each open: fewer opens, not a data cache
+        rec = _open_once(f, j, f.files[0] if f.files else None, c.profile)  # the costliest file, by name
+        return replace(rec, title=f"Open each NetCDF file once per process ({int(f.facts['probe_opens']):,} opens "
+                                  f"read {fmt_bytes(f.facts['probe_bytes'])} to probe the format)")
     if kind in _SHARE:
         rid, code = _SHARE[kind]
     elif j.python and _hdf5_name(_array_file(f)):  # an HDF5 file: h5py's way (xarray reads NetCDF-4 files)

@@ -50,7 +50,9 @@ def open_once_rec(f: Finding, j: JobFacts, path: str | None, profile=None) -> Re
     hdf5 = name.lower().endswith((".h5", ".hdf5", ".he5"))
     array = netcdf or hdf5 or name.endswith((".grib", ".grb2"))
     zarr = (f.facts.get("reopened") or {}).get("zarr") if path else None  # "append" / "read": Zarr metadata
-    written = _file_written(profile, path) if path and profile is not None else j.writes
+    # whether that file is written at its re-opens (each file: the finding's first file, not whether the job
+    # writes anything: a job reading NetCDF files and writing Zarr does not append to its NetCDF files)
+    written = _file_written(profile, p) if profile is not None and (path or f.files) else j.writes
     # a C open mode: read-only unless the job writes that file at all (any write needs write access)
     any_write = (_file_writes(profile, p)[0] > 0) if profile is not None and (path or f.files) else j.writes
     if j.python and array and written and (netcdf or hdf5):
@@ -102,4 +104,10 @@ def open_once_rec(f: Finding, j: JobFacts, path: str | None, profile=None) -> Re
                           changes=(Change("snippet", code),), gain=RESHAPES if array or zarr or "HDF5" in j.layers else IO_ONLY)
 
 
-__all__ = ["open_once_rec"]
+def probe_dominant(f: Finding) -> bool:
+    """Whether netCDF-C's open probe (redundant-read's facts) is at least half of the re-read bytes."""
+    ev, probe = f.evidence, float(f.facts.get("probe_bytes") or 0)
+    return probe > 0 and probe >= 0.5 * (float(ev["bytes_read"]) - float(ev["file_bytes"]))
+
+
+__all__ = ["open_once_rec", "probe_dominant"]

@@ -304,6 +304,12 @@ def _redundant_read(f: Finding, cfg: Config) -> str:
     who = f"by {readers} processes" if readers > 1 else "by one process"
     share = _SHARE_ADVICE.get(f.facts.get("kind", ""), "read it once and keep it in memory (a cache) instead of "
                                                        "re-reading it")
+    from .open_once import probe_dominant
+
+    if probe_dominant(f):  # the re-reads come with the opens, not with the program's reads: caching data won't help
+        share = (f"{fmt_bytes(f.facts['probe_bytes'])} of the bytes are netCDF-C's format probe ({f.facts['probe_opens']:,} "
+                 "opens, each reading up to 4 MiB of the file in one fread, whatever the program asks): open each "
+                 "file fewer times (once per process, and reuse the open Dataset)")
     return f"the worst file is read {ev['worst_file_amplification']:.1f} times over {who}: " + share
 
 

@@ -166,6 +166,29 @@ def _may_reread(profile: JobProfile, cfg: Config) -> bool:
     return bool(((size > 0) & (br >= c.redundant_min_bytes) & (br / np.maximum(size, 1) >= c.redundant_factor)).any())
 
 
+_NETCDF_NAMES = (".nc", ".nc4", ".cdf", ".netcdf")
+NC_PROBE_BYTES = 4 << 20  # netCDF-C's nc_open reads up to this much of the file in one fread (NC_infermodel)
+
+
+def _open_probe(profile: JobProfile, fids: np.ndarray) -> dict:
+    """The bytes of the re-read files that netCDF-C's open reads to infer the format: nc_open (NC_infermodel ->
+    readmagic) fopens the file and freads up to 4 MiB of it at every open, so a NetCDF file opened n times is read
+    n times over whatever the program asks.  STDIO records of NetCDF-named files with one fread per fopen, each
+    at most 4 MiB: {"probe_bytes", "probe_opens"}; {} when there are none."""
+    t = profile.module("STDIO")
+    if t is None or not len(t) or not len(fids):
+        return {}
+    paths = profile.path_of()
+    rows = isin(t["file_id"], fids) & np.array([str(paths.get(int(f), "")).lower().endswith(_NETCDF_NAMES)
+                                                 for f in t["file_id"].tolist()], dtype=bool)
+    reads, opens = pcol(profile, "STDIO", "STDIO_READS")[rows], pcol(profile, "STDIO", "STDIO_OPENS")[rows]
+    nbytes = pcol(profile, "STDIO", "STDIO_BYTES_READ")[rows]
+    probe = (reads > 0) & (reads <= opens) & (nbytes <= reads * NC_PROBE_BYTES)
+    if not probe.any():
+        return {}
+    return {"probe_bytes": float(nbytes[probe].sum()), "probe_opens": int(opens[probe].sum())}
+
+
 def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
     c = cfg.access
     if not _may_reread(profile, cfg):
@@ -187,7 +210,7 @@ def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
           "worst_file_readers": int(m.file_ranks[i])}
     return [finding(cfg, profile, REDUNDANT_READ.id, f"{fmt_bytes(br[hit].sum())} read from files holding {fmt_bytes(size[hit].sum())} "
                     f"({ev['read_amplification']:.1f}x)", **file_cost(profile, m.file_ids, cost_f), evidence=ev,
-                    facts={"kind": job_context(profile).kind},
+                    facts={"kind": job_context(profile).kind, **_open_probe(profile, m.file_ids[hit])},
                     files=top_files(profile, m.file_ids, cost_f, cfg.report.top_files))]
 
 

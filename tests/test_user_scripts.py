@@ -189,3 +189,31 @@ def test_netcdf_open_probe_rereads_are_told_to_open_less_not_to_cache_data(tmp_p
     assert "keep it in memory" not in f["recommendation"]  # the program reads no data: a data cache saves nothing
     top = next(x for x in rep["recommendations"] if "redundant-read" in x["addresses"])
     assert top["id"] == "open-once" and top["title"].startswith("Open each NetCDF file once per process (3 opens")
+
+
+REOPEN_ZARR = '''import sys
+import xarray as xr
+tot = 0.0
+for t in range(30):
+    ds = xr.open_zarr(sys.argv[1], consolidated=False)  # re-opened for every time step
+    tot += float(ds["tas"].isel(time=t).mean())
+'''
+
+
+def test_a_zarr_store_reopened_per_step_is_told_to_open_the_store_once(tmp_path):
+    np, pd, xr = pytest.importorskip("numpy"), pytest.importorskip("pandas"), pytest.importorskip("xarray")
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    time = pd.date_range("2000-01-01", periods=30, freq="D")
+    xr.Dataset({"tas": (("time", "y", "x"), np.zeros((30, 8, 16), "f4"))}, coords={"time": time}).chunk(
+        {"time": 1}).to_zarr(tmp_path / "s.zarr", zarr_format=3, consolidated=False)
+    (tmp_path / "reopen.py").write_text(REOPEN_ZARR)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "reopen.py", "s.zarr", env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    rep = json.loads(run_cli("report", "last", "--json", env=env).stdout)
+    text = next(f for f in rep["findings"] if f["id"] == "metadata-storm")["recommendation"]
+    assert "part of a Zarr store, read again at every open of the store" in text
+    assert "reuse the handle" not in text and "open_dataset once" not in text
+    assert "temp file" not in text  # the job writes no chunk: no temp file, no rename
+    top = next(x for x in rep["recommendations"] if x["id"] == "open-once")
+    assert top["title"].startswith("Open the Zarr store once")
+    assert f'xr.open_zarr("{tmp_path / "s.zarr"}")' in top["changes"][0]["text"]

@@ -79,7 +79,7 @@ def open_once_rec(f: Finding, j: JobFacts, path: str | None, profile=None) -> Re
                     f'        xr.concat(batch, "time").to_zarr("{store}", append_dim="time")  # mode="w" for the first\n'
                     '        batch = []')
         else:
-            title = f"Open the Zarr store once instead of {opens:,} times"
+            title = f"Open the Zarr store once ({name} is opened {opens:,} times)"
             code = (f'ds = xr.open_zarr("{store}")  # once, before the loop\n'
                     'for t in range(ds.sizes["time"]):\n    step = ds.isel(time=t).load()')
     elif j.python and array:

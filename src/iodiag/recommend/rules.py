@@ -183,6 +183,8 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
     advice = []
     for k in facts.get("kinds", ()):
         text = _KIND_ADVICE[k["kind"]].replace("{fs}", f"{k['fs'] or 'the file system'}")
+        if k["kind"] == "zarr-chunk" and k.get("written") is False:  # read only: an open per chunk, no temp file
+            text = text.replace("an open, a temp file and a rename per chunk", "an open per chunk read")
         if k["kind"] == "netcdf-hdf5" and facts.get("reopened"):
             text = text.split(":", 1)[0]  # the re-opened file's advice below says what to do, once
         elif k["kind"] == "netcdf-hdf5" and facts.get("python"):
@@ -191,13 +193,13 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
     if facts.get("reopened"):
         r = facts["reopened"]
         if r.get("zarr") == "append":  # Zarr metadata: no handle to keep, every to_zarr call reads and rewrites it
-            advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: it is Zarr metadata "
-                          f"that every to_zarr(append_dim=...) call reads and writes anew: append many steps per "
-                          f"call (xr.concat a batch of steps, then one to_zarr)")
+            advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: it is part of a Zarr "
+                          f"store that every to_zarr(append_dim=...) call reads and writes anew: append many steps "
+                          f"per call (xr.concat a batch of steps, then one to_zarr)")
         elif r.get("zarr") == "read":
-            advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: it is Zarr metadata "
-                          f"read at every open of the store: open the store once (xr.open_zarr before the loop) "
-                          f"and index the Dataset per step")
+            advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: it is part of a Zarr "
+                          f"store, read again at every open of the store (no handle to keep): open the store once "
+                          f"(xr.open_zarr before the loop) and index the Dataset per step")
         else:
             advice.append(f"{r['path']} is opened {r['opens']:,} times by process {r['process']}: open it once "
                           f"per process and reuse the handle"

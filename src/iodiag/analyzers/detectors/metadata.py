@@ -86,10 +86,13 @@ ZARR_META = ("zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata")
 
 
 def _zarr_meta_use(profile: JobProfile, lv, path: str) -> str | None:
-    """For a Zarr metadata document, "append" when the job writes files of its array or group (each
-    to_zarr(append_dim=...) call reads it and writes it anew through a temp file), else "read"; None otherwise."""
+    """For a Zarr metadata document or a file in a ``.zarr`` store, "append" when the job writes files of its
+    array or group (each to_zarr(append_dim=...) call reads it and writes it anew through a temp file), else
+    "read" (each open_zarr reads the metadata and the coordinates' chunks again); None otherwise."""
     folder, _, name = path.rpartition("/")
-    if name not in ZARR_META:
+    if ".zarr/" in path:
+        folder = path[: path.index(".zarr/") + 5]
+    elif name not in ZARR_META:
         return None
     paths = profile.path_of()
     written = {paths.get(int(f), "") for f, b in zip(lv["file_id"].tolist(), lv["bytes_written"].tolist()) if b > 0}
@@ -159,7 +162,8 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
             fst = profile.files["fs_type"][np.isin(profile.files["file_id"], m.file_ids[kinds == kind])]
             fs_name = max(set(fst.tolist()), key=fst.tolist().count) if len(fst) else ""
             facts["kinds"].insert(0, {"kind": kind, "share": k_s / meta_s, "files": int((kinds == kind).sum()),
-                                      "fs": fs_name})
+                                      "fs": fs_name,  # files of this kind written (a read-only job has no temp files)
+                                      "written": bool(m.file_stats["bytes_written"][kinds == kind].sum() > 0)})
     # a Python program (Dask tasks, Python imports among its files, or a python executable): the advice may name
     # xarray's way of opening once; an MPI or C job gets the advice without it
     exe = Path(str(profile.job.exe or "").split(" ", 1)[0]).name

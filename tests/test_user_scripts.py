@@ -217,3 +217,25 @@ def test_a_zarr_store_reopened_per_step_is_told_to_open_the_store_once(tmp_path)
     top = next(x for x in rep["recommendations"] if x["id"] == "open-once")
     assert top["title"].startswith("Open the Zarr store once")
     assert f'xr.open_zarr("{tmp_path / "s.zarr"}")' in top["changes"][0]["text"]
+
+
+RECHUNK = '''import sys
+import dask.array as da
+a = da.from_zarr(sys.argv[1], component="tas")
+a.rechunk((a.shape[0], 30, 30)).to_zarr(sys.argv[2])  # time series per grid box
+'''
+
+
+def test_the_tree_rules_of_a_conversion_fit_an_80_column_terminal(tmp_path):
+    np, xr = pytest.importorskip("numpy"), pytest.importorskip("xarray")
+    env = {"IODIAG_HOME": str(tmp_path / "home")}
+    data = np.random.default_rng(0).standard_normal((365, 90, 180)).astype("f4")  # 23.7 MB: in the model's range
+    xr.Dataset({"tas": (("time", "lat", "lon"), data)}).chunk({"time": 5}).to_zarr(
+        tmp_path / "in.zarr", zarr_format=3, consolidated=False)
+    (tmp_path / "rechunk.py").write_text(RECHUNK)
+    r = run_cli("run", "--collector", "embedded", sys.executable, "rechunk.py", "in.zarr", "out.zarr", env=env,
+                cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    out = run_cli("recommend", "last", env={**env, "COLUMNS": "80", "NO_COLOR": "1"}).stdout.decode()
+    rules = out.split("the tree's rules")[1].split("\n\n")[0].splitlines()[1:]
+    assert any("best in" in ln for ln in rules) and all(len(ln) <= 80 for ln in rules), rules

@@ -54,8 +54,15 @@ def recommendation_lines(recs: Sequence[dict[str, Any]], *, full: bool = False,
     out: list[tuple[str, str | None]] = []
     for text, style, kind in _lines(recs, full=full):
         text = clean(text)  # names come from logs: no control character reaches a terminal (code: see change_lines)
-        if kind == "rule" or len(text) <= width:  # the tree's rules keep their own layout
+        if len(text) <= width:
             out.append((text, style))
+        elif kind == "rule":  # the tree's rules keep their own layout: a long one goes on under its own text
+            lead = len(text) - len(text.lstrip())
+            body = text.lstrip()
+            mark = len(body) - len(body.lstrip("▶ →"))  # "▶   → " in front of the rule's words
+            out += [(part, style) for part in textwrap.wrap(body, width=width, initial_indent=" " * lead,
+                                                            subsequent_indent=" " * (lead + mark + 2),
+                                                            break_on_hyphens=False, break_long_words=False)]
         elif kind in _SHELL_KINDS:
             out += [(part, style) for part in shell_lines(text, width, CHANGE_HANG)]
         elif kind is not None:  # code, a line of a code block or a config line: whole

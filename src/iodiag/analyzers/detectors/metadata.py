@@ -95,8 +95,8 @@ def _zarr_meta_use(profile: JobProfile, lv, path: str) -> str | None:
     elif name not in ZARR_META:
         return None
     paths = profile.path_of()
-    written = {paths.get(int(f), "") for f, b in zip(lv["file_id"].tolist(), lv["bytes_written"].tolist()) if b > 0}
-    return "append" if any(p.startswith(folder + "/") for p in written) else "read"
+    written = np.unique(lv["file_id"][lv["bytes_written"] > 0]).tolist()  # files written, each once
+    return "append" if any(str(paths.get(int(f), "")).startswith(folder + "/") for f in written) else "read"
 
 
 def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:

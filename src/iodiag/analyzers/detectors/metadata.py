@@ -22,7 +22,7 @@ from ..batches import process_batches
 from ..metrics import file_paths, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
 from ..nputil import percentile
 from ..timemodel import meta_span_rows
-from ._common import file_cost, finding, top_files, top_procs
+from ._common import file_cost, finding, proc_weights, top_files, top_procs
 from ..zarrpath import path_kind
 from ._zarr import chunk_grids
 
@@ -150,7 +150,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     return [finding(cfg, profile, METADATA_STORM.id, "metadata storm: " + "; ".join(reasons),
                     **file_cost(profile, m.file_ids, meta_f, meta_span_rows(profile)), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
-                    processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), meta_row, m.nprocs), cfg.report.top_processes))]
+                    processes=top_procs(proc_weights(profile, lv, None, meta_row, m.nprocs), cfg.report.top_processes))]
 
 
 def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from conftest import REPO
 from iodiag.analyzers.detectors import diagnose
 from iodiag.analyzers.load import load_job
+from iodiag.recommend.rules import advise
 from test_detectors_layer_time import _by, _mpi_runtime
 
 PROGS = REPO / "tests" / "cprogs"
@@ -40,3 +41,24 @@ def test_small_writes_of_a_shared_record_name_every_rank_not_rank_0(tmp_path):
     f = _by(diagnose(prof), "small-io")
     assert f.evidence["small_writes"] == 4 * 3000
     assert f.processes == []  # no rank singled out: the record is every rank's
+
+
+def test_a_file_opened_around_every_append_is_reopened_not_random(tmp_path):
+    """4 ranks each append 3,000 records of 512 B to a file of their own, opening and closing it around every write.
+    Darshan counts every write but the first as non-sequential (its offset restarts at each open); iodiag said
+    "100% of 12,000 accesses jump backwards (random)", advised sorting the writes, said the small writes had "no
+    sequential or strided pattern" and that "each process opens the same file(s)".  The writes follow re-opens
+    of files each process has to itself."""
+    log = _run(tmp_path, "open_append", [str(tmp_path / "app.dat"), "3000", "512"])
+    prof = load_job([str(log)])
+    px = prof.module("POSIX")
+    mine = px["POSIX_WRITES"] > 0
+    assert (px["POSIX_SEQ_WRITES"][mine] == 0).all() and (px["POSIX_OPENS"][mine] == 3000).all()  # as Darshan saw it
+    found = advise(diagnose(prof))
+    assert "random-access" not in [f.id for f in found]
+    small = _by(found, "small-io")
+    assert "11,996 small ops each follow a re-open of their file" in small.recommendation
+    assert "no sequential or strided pattern" not in small.recommendation and "read" not in small.recommendation
+    storm = _by(found, "metadata-storm")
+    assert "each process opens the same" not in storm.recommendation
+    assert "every process re-opens its own file(s)" in storm.recommendation

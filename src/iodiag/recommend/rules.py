@@ -52,7 +52,8 @@ def _small_io(f: Finding, cfg: Config) -> str:
     buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
     counters = dict(base=n_small, consec=ev["consecutive_ops_counter"], strided=ev["strided_ops_counter"],
                     stride=ev["top_stride_gap_bytes"], what="gap between accesses",
-                    unasked=int(f.facts.get("unasked_small_reads", 0)))  # not the program's: not random either
+                    unasked=int(f.facts.get("unasked_small_reads", 0)),  # not the program's: not random either
+                    reopens=int(f.facts.get("reopens", 0)))
     parts: dict[str, str] = {}
     if pat:
         trace = dict(base=pat["dxt_small_ops"], consec=pat["consecutive_ops"], strided=pat["strided_ops"],
@@ -66,7 +67,8 @@ def _small_io(f: Finding, cfg: Config) -> str:
     parts = {**_small_io_layer_parts(f, n_small), **parts}
     if not parts:
         parts["random"] = f"{n_small:,} small ops show no sequential or strided pattern: aggregate them (MPI-IO " \
-                          "collective buffering, a read cache, or larger chunks)"
+                          f"collective buffering, {'a write buffer' if ev['_writes'] else 'a read cache'}, or larger " \
+                          "chunks)"
     return lead + "; ".join(parts.values())
 
 
@@ -122,9 +124,18 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
                              "read them once and keep them in memory, or seek less (one read of the whole record "
                              "instead of a read per field)")
     rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0) - n.get("unasked", 0)
+    reopened = min(n.get("reopens", 0), max(rnd, 0))
+    if random and reopened >= 0.5 * base and "reopen" not in parts:
+        # Darshan restarts a record's offset at each open: ops one per open show no pattern, whatever their order
+        rw = "write" if ev.get("_writes") else "read"
+        parts["reopen"] = (f"{reopened:,} small ops each follow a re-open of their file (an open around every "
+                           f"access; Darshan's offsets restart at each open, so no sequential pattern can show): open "
+                           f"each file once and {rw} through that handle in blocks of {fmt_bytes(buf)}")
+        rnd -= reopened
     if random and rnd >= 0.2 * base and "random" not in parts:
         parts["random"] = (f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO "
-                           "collective buffering, a read cache, or larger chunks)")
+                           f"collective buffering, {'a write buffer' if ev.get('_writes') else 'a read cache'}, or "
+                           "larger chunks)")
 
 
 def _small_io_layer_parts(f: Finding, n_small: int) -> dict[str, str]:
@@ -191,7 +202,10 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
                          if facts.get("python") and not r.get("writes") else ""))
     if facts.get("opened_files") is not None:
         opened, data_ops = facts["opened_files"], facts["data_ops"]
-        if opened * 10 <= opens:  # many opens of a few files: the files are not the problem
+        if opened * 10 <= opens and facts.get("openers_per_file", 2) <= 1:  # each process re-opens its own files
+            advice.append(f"{opens:,} opens of only {opened:,} file(s), each opened by one process only: every process "
+                          f"re-opens its own file(s); open each once and keep the handle")
+        elif opened * 10 <= opens:  # many opens of a few files: the files are not the problem
             advice.append(f"{opens:,} opens of only {opened:,} file(s): each process opens the same file(s); "
                           f"open once and share the handle (MPI-IO/HDF5 collective open, or one opener per node)")
         else:

@@ -131,6 +131,10 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
                              "process": int(lv["proc"][i]), "writes": int(lv["writes"][i])}
     if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
         facts["opened_files"] = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
+        # the most processes opening one file (a record reduced over the ranks: all of them): 1 when every process
+        # re-opens files of its own, not the same files as the others
+        opener = (lv["opens"] > 0).astype("f8") * np.where(lv["proc"] >= 0, 1.0, float(max(m.nprocs, 2)))
+        facts["openers_per_file"] = int(group_sum(m.file_idx, opener, len(m.file_ids)).max()) if len(lv) else 0
     facts["many"] = {k: counts[k] >= (c.min_ops // 10 if k == "fsyncs" else c.min_ops) for k in ("stats", "seeks", "fsyncs")}
     meta_f = group_sum(m.file_idx, meta_row, len(m.file_ids))
     kinds = np.array([path_kind(x) for x in file_paths(profile)[0].tolist()], dtype=object)

@@ -218,7 +218,12 @@ def _detect_posix(profile: JobProfile, cfg: Config) -> list[Finding]:
     if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
         ev["array_file"] = top[0]
     hist = size_hist(t, "POSIX_SIZE_READ_")[rows & ~theirs, :nb].sum(0) + size_hist(t, "POSIX_SIZE_WRITE_")[rows, :nb].sum(0)
+    # re-opens of those files (each process's first open of a file is none): a file opened around every access
+    # shows no sequential pattern in Darshan's counters (its offset restarts at each open)
+    opens = t["POSIX_OPENS"].clip(0)[rows].astype("f8")
+    firsts = np.where(t["proc"][rows] >= 0, 1.0, float(m.nprocs))
     facts = {"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes, "posix_ops": n_ops,
+             "reopens": int(np.maximum(opens - firsts, 0).sum()),
              "consecutive_reads": consec_r, "consecutive_writes": consec_w,
              **_layer_facts(profile, fids[hit], group_sum(fidx, sr.astype("f8"), len(fids))[hit], hist)}
     return [finding(cfg, profile, SMALL_IO.id, f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",

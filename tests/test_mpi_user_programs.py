@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import REPO
 from iodiag.analyzers.detectors import diagnose
 from iodiag.analyzers.load import load_job
-from iodiag.recommend.rules import advise
+from iodiag.recommend.rules import advise, rule_recommendations
 from test_detectors_layer_time import _by, _mpi_runtime
 
 PROGS = REPO / "tests" / "cprogs"
@@ -62,3 +62,20 @@ def test_a_file_opened_around_every_append_is_reopened_not_random(tmp_path):
     storm = _by(found, "metadata-storm")
     assert "each process opens the same" not in storm.recommendation
     assert "every process re-opens its own file(s)" in storm.recommendation
+
+
+def test_a_c_program_writing_many_small_files_is_not_given_python(tmp_path):
+    """4 ranks each create 400 files of 64 B with open/write/close (1,600 tiny files): the advice to write one
+    file was an h5py snippet, Python, for a C program.  It gets MPI-IO calls writing each former file at its
+    offset of one shared file, in lines that fit an 80-column terminal."""
+    out = tmp_path / "many"
+    out.mkdir()
+    log = _run(tmp_path, "tiny_files", [str(out), "400", "64"])
+    prof = load_job([str(log)])
+    found = diagnose(prof)
+    assert _by(found, "many-small-files").evidence["small_files"] == 1600
+    rec = next(r for r in rule_recommendations(prof, found) if r.id == "pack-files")
+    code = "\n".join(c.text for c in rec.changes if c.kind == "snippet")
+    assert "h5py" not in code and "with " not in code
+    assert "MPI_File_open(MPI_COMM_WORLD" in code and "MPI_File_write_at_all(fh, offset" in code
+    assert max(len(line) for line in code.splitlines()) <= 72  # the report indents code by 8 columns

@@ -89,6 +89,11 @@ def _fix_task_overhead(f: Finding, j: JobFacts, c: FixContext):
                                                      'ds = xr.open_dataset(path, chunks="auto")'),))
 
 
+def _opens_of(profile, mod: str) -> float:
+    t = profile.module(mod) if profile is not None else None
+    return float(t[f"{mod}_OPENS"].clip(0).sum()) if t is not None and f"{mod}_OPENS" in t else 0.0
+
+
 def _fix_many_small_files(f: Finding, j: JobFacts, c: FixContext):
     if f.facts.get("zarr_grids"):
         return _chunks_from_files(c.profile, f, c.params)
@@ -101,10 +106,22 @@ def _fix_many_small_files(f: Finding, j: JobFacts, c: FixContext):
                 settings={"files": 1}, changes=(
                     Change("snippet", "H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);"),
                     Change("snippet", 'f = h5py.File(path, "w", driver="mpio", comm=MPI.COMM_WORLD)  # h5py')))
+        if j.python:
+            code = ("with h5py.File(out, 'a') as h5:  # one container\n"
+                    "    h5[name] = data  # one dataset per former file")
+        elif j.mpi and j.nprocs > 1:  # a C/Fortran MPI program: one shared file, each former file at its offset
+            code = ("/* once: one shared file; each former file at its own offset */\n"
+                    "MPI_File_open(MPI_COMM_WORLD, out, MPI_MODE_CREATE | MPI_MODE_WRONLY,\n"
+                    "              MPI_INFO_NULL, &fh);\n"
+                    "MPI_File_write_at_all(fh, offset, buf, n, MPI_BYTE, &st);")
+        elif _opens_of(c.profile, "STDIO") > _opens_of(c.profile, "POSIX"):  # fopen'ed files; lines of ≤ 72 columns
+            code = ('FILE *fp = fopen(out, "wb");  /* once: one file */\n'
+                    "fwrite(buf, 1, n, fp);  /* each former file in turn; keep an index */")
+        else:
+            code = ("int fd = open(out, O_CREAT | O_WRONLY, 0644);  /* once: one file */\n"
+                    "pwrite(fd, buf, n, offset);  /* each former file at its offset */")
         return Recommendation(id="pack-files", title=f"Write {after:,} file(s) instead of {n:,} small ones",
-                              settings={"files": after}, gain=IO_ONLY, changes=(
-                                  Change("snippet", "with h5py.File(out, 'a') as h5:  # one container\n"
-                                                    "    h5[name] = data  # one dataset per former file"),))
+                              settings={"files": after}, gain=IO_ONLY, changes=(Change("snippet", code),))
     return Recommendation(id="pack-files", title=f"Pack {n:,} small input files into {after:,} file(s) once",
                           settings={"files": after}, gain=RESHAPES, changes=(
                               Change("shell", f"tar cf {top}.tar -C {top} .  # once; read members from the "

@@ -79,3 +79,22 @@ def test_a_c_program_writing_many_small_files_is_not_given_python(tmp_path):
     assert "h5py" not in code and "with " not in code
     assert "MPI_File_open(MPI_COMM_WORLD" in code and "MPI_File_write_at_all(fh, offset" in code
     assert max(len(line) for line in code.splitlines()) <= 72  # the report indents code by 8 columns
+
+
+def test_collective_reads_get_read_hints_and_posix_writes_posix_code(tmp_path):
+    """Rank 0 writes a 1024 x 1024 array with 8 KiB POSIX writes, then 4 ranks read their blocks collectively
+    through a subarray view (MPI-IO reads only).  rank-imbalance's aggregators change said romio_cb_write (the
+    job writes, but not through MPI-IO: its collective calls are reads), and small-io's change for the POSIX
+    writes was an MPI_File_write_at call."""
+    log = _run(tmp_path, "subarray_read", [str(tmp_path / "a.dat"), "1024", "2"])
+    prof = load_job([str(log)])
+    mp = prof.module("MPI-IO")
+    assert mp["MPIIO_COLL_READS"].sum() > 0 and mp["MPIIO_COLL_WRITES"].sum() == mp["MPIIO_INDEP_WRITES"].sum() == 0
+    found = advise(diagnose(prof))
+    assert "romio_cb_read" in _by(found, "rank-imbalance").recommendation
+    recs = {r.id: r for r in rule_recommendations(prof, found)}
+    text = "\n".join(c.text for c in recs["aggregators"].changes)
+    assert "romio_cb_read enable" in text and "romio_cb_write" not in text
+    assert _by(found, "small-io").evidence["small_writes"] == 1024
+    code = "\n".join(c.text for c in recs["buffering"].changes)
+    assert "MPI_File" not in code and code.startswith("write(fd, buf, ")

@@ -331,7 +331,7 @@ def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
         # the heavy processes are the collective-buffering aggregators: more of them spread the bytes (one
         # aggregator is ROMIO's default on one node: cb_config_list *:* lets several ranks of a node aggregate)
         n = min(max(2 * heavy, 4), j.nprocs)
-        rw = "write" if j.writes else "read"
+        rw = x.get("collective_rw") or ("write" if j.writes else "read")
         rec = _collective(f, j, rw, {"cb_nodes": n, **({"cb_config_list": "*:*"} if heavy == 1 else {})},
                           already=True)
         changes = rec.changes

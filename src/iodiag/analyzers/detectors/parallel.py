@@ -235,7 +235,10 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
         if not ((mp["rank"] < 0).any() or mb.sum() == 0):
             per = group_sum(mp["proc"], mb, m.nprocs)[: m.nprocs]
             ev["mpiio_max_over_median"] = float(per.max() / max(median(per), 1))
-        facts["collective"] = bool(col(mp, "MPIIO_COLL_WRITES").sum() + col(mp, "MPIIO_COLL_READS").sum())
+        cw, cr = float(col(mp, "MPIIO_COLL_WRITES").sum()), float(col(mp, "MPIIO_COLL_READS").sum())
+        facts["collective"] = bool(cw + cr)
+        if cw + cr:  # the direction of the collective calls (the aggregators' hint is romio_cb_read or _write)
+            facts["collective_rw"] = "write" if cw >= cr else "read"
     heavy_sorted = heavy[np.argsort(-b[heavy])]
     lv = m.level
     mine, w = _rows_of(profile, int(heavy_sorted[0]))

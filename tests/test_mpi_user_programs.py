@@ -98,3 +98,21 @@ def test_collective_reads_get_read_hints_and_posix_writes_posix_code(tmp_path):
     assert _by(found, "small-io").evidence["small_writes"] == 1024
     code = "\n".join(c.text for c in recs["buffering"].changes)
     assert "MPI_File" not in code and code.startswith("write(fd, buf, ")
+
+
+def test_a_job_reading_many_small_files_and_printing_is_not_told_to_write_fewer(tmp_path):
+    """4 ranks read 400 tiny files each (1,600) and print a line to stdout: the printing made the job "a writer",
+    so many-small-files' change was "Write 1 file(s) instead of 1,600 small ones".  The job writes no data: it
+    is told to pack its input files."""
+    out = tmp_path / "many"
+    out.mkdir()
+    for r in range(4):
+        for i in range(400):
+            (out / f"r{r}_{i}.dat").write_bytes(b"y" * 64)
+    log = _run(tmp_path, "tiny_files", [str(out), "400", "64", "read"])
+    prof = load_job([str(log)])
+    assert prof.module("STDIO")["STDIO_BYTES_WRITTEN"].sum() > 0  # the printed lines
+    found = diagnose(prof)
+    assert _by(found, "many-small-files").evidence["small_files"] == 1600
+    rec = next(r for r in rule_recommendations(prof, found) if r.id == "pack-files")
+    assert rec.title.startswith("Pack 1,600 small input files") and "tar cf" in rec.changes[0].text

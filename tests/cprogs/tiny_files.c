@@ -1,5 +1,6 @@
 /* File per process, many times over: every rank creates FILES files of BYTES bytes each (DIR/r<rank>_<i>.dat),
- * one open-write-close per file.  argv[1] the directory, argv[2] files per rank, argv[3] bytes per file. */
+ * one open-write-close per file.  argv[1] the directory, argv[2] files per rank, argv[3] bytes per file; with
+ * argv[4] "read" the ranks read those files instead (one open-read-close each) and print a checksum. */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -20,15 +21,19 @@ int main(int argc, char **argv) {
     char *buf = malloc(b);
     memset(buf, 'x', b);
     char path[4096];
+    int reading = argc > 4 && strcmp(argv[4], "read") == 0;
+    unsigned long sum = 0;
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/r%d_%d.dat", argv[1], rank, i);
-        int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-        if (fd < 0 || write(fd, buf, b) != b) {
+        int fd = reading ? open(path, O_RDONLY) : open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        if (fd < 0 || (reading ? read(fd, buf, b) : write(fd, buf, b)) != b) {
             perror(path);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
+        sum += (unsigned char)buf[b - 1];
         close(fd);
     }
+    if (reading) printf("rank %d read %d files, checksum %lu\n", rank, n, sum);
     MPI_Barrier(MPI_COMM_WORLD);
     free(buf);
     MPI_Finalize();

@@ -116,3 +116,17 @@ def test_a_job_reading_many_small_files_and_printing_is_not_told_to_write_fewer(
     assert _by(found, "many-small-files").evidence["small_files"] == 1600
     rec = next(r for r in rule_recommendations(prof, found) if r.id == "pack-files")
     assert rec.title.startswith("Pack 1,600 small input files") and "tar cf" in rec.changes[0].text
+
+
+def test_rank_0_doing_all_the_io_names_its_file_not_stdout(tmp_path):
+    """Rank 0 writes and reads back 64 MiB while 3 ranks wait in a barrier, then prints a checksum: rank-imbalance
+    and inactive-ranks fire on rank 0 / ranks 1-3, and the files rank-imbalance names to spread were the data
+    file and <STDOUT> (a terminal is no file to spread)."""
+    log = _run(tmp_path, "rank0_only", [str(tmp_path / "r0.dat"), "64"])
+    prof = load_job([str(log)])
+    found = diagnose(prof)
+    imb = _by(found, "rank-imbalance")
+    assert imb.processes == [0] and imb.evidence["share_of_bytes_on_heavy"] == 1.0
+    assert imb.files == [str(tmp_path / "r0.dat")]
+    assert _by(found, "inactive-ranks").processes == [1, 2, 3]
+    assert all(f.est_cost_s <= prof.job.runtime_s for f in found)

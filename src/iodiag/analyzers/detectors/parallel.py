@@ -17,8 +17,8 @@ from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ...units import fmt_bytes, fmt_pct
 from ..batches import process_batches
-from ..metrics import (col, file_paths, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
-                       robust_z)
+from ..metrics import (col, file_paths, group_sum, isin, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
+                       robust_z, std_file_ids)
 from ._common import finding, top_files
 from ..timemodel import time_model_of
 
@@ -243,6 +243,7 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     lv = m.level
     mine, w = _rows_of(profile, int(heavy_sorted[0]))
     fb = (lv["bytes_read"] + lv["bytes_written"]) * np.where(lv["proc"] < 0, np.divide(lv["slow_bytes"], np.maximum(lv["bytes_read"] + lv["bytes_written"], 1)).clip(0, 1), 1.0)
+    fb = np.where(isin(lv["file_id"], std_file_ids(profile)), 0.0, fb)  # a terminal or pipe is no file to spread
     files = top_files(profile, lv["file_id"][mine], fb[mine], cfg.report.top_files)
     lus = profile.module("LUSTRE")
     if files and lus is not None:

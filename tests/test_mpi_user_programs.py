@@ -43,6 +43,17 @@ def test_small_writes_of_a_shared_record_name_every_rank_not_rank_0(tmp_path):
     assert f.processes == []  # no rank singled out: the record is every rank's
 
 
+def test_posix_writers_of_a_shared_file_get_posix_code_for_a_file_each(tmp_path):
+    """The same program (open + pwrite, no stdio): shared-file-contention's change to one file per writer was an
+    fopen() line; the program's own calls are open/pwrite."""
+    log = _run(tmp_path, "pwrite_shared", [str(tmp_path / "pw.dat"), "3000", "1000"])
+    prof = load_job([str(log)])
+    found = diagnose(prof)
+    assert _by(found, "shared-file-contention").evidence["max_writers"] == 4
+    rec = next(r for r in rule_recommendations(prof, found) if r.id == "file-per-process")
+    assert rec.changes[0].text.startswith("fd = open(name, O_CREAT | O_WRONLY") and "fopen" not in rec.changes[0].text
+
+
 def test_a_file_opened_around_every_append_is_reopened_not_random(tmp_path):
     """4 ranks each append 3,000 records of 512 B to a file of their own, opening and closing it around every write.
     Darshan counts every write but the first as non-sequential (its offset restarts at each open); iodiag said

@@ -309,8 +309,13 @@ def _fix_shared_file_contention(f: Finding, j: JobFacts, c: FixContext):
     if "MPI-IO" in j.layers:
         return _collective(f, j, "write")
     writers = int(f.facts.get("worst_writers", 2))
-    code = ('fp = fopen(name, "w");  /* name: "out.<rank>", one per process */'
-            if not j.python else 'f = open(f"{out}.{rank}", "wb")  # one file per process')
+    if j.python:
+        code = 'f = open(f"{out}.{rank}", "wb")  # one file per process'
+    elif _opens_of(c.profile, "STDIO") > _opens_of(c.profile, "POSIX"):  # the program fopen's its files
+        code = 'fp = fopen(name, "w");  /* name: "out.<rank>", one per process */'
+    else:  # open/write (pwrite) calls: the same calls on a file of its own
+        code = 'fd = open(name, O_CREAT | O_WRONLY, 0644);  /* name: "out.<rank>" */'
+
     return Recommendation(id="file-per-process", title=f"One file per writer instead of {writers} processes on one "
                           "file", settings={"file_per_process": True}, changes=(Change("snippet", code),), gain=IO_ONLY)
 

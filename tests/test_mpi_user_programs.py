@@ -141,3 +141,23 @@ def test_rank_0_doing_all_the_io_names_its_file_not_stdout(tmp_path):
     assert imb.files == [str(tmp_path / "r0.dat")]
     assert _by(found, "inactive-ranks").processes == [1, 2, 3]
     assert all(f.est_cost_s <= prof.job.runtime_s for f in found)
+
+
+def test_independent_reads_of_a_file_one_rank_wrote(tmp_path):
+    """Rank 0 writes a 40 MB file with POSIX, then 4 ranks read 2 KiB strided pieces of it with independent
+    MPI_File_read_at.  iodiag said "1 file(s) written by up to 4 processes without MPI-IO collective coordination"
+    (the file's record, reduced over the ranks that all opened it, holds rank 0's writes; the heatmap shows one
+    writer) and its one change was "Collective writes ... MPI_File_write_at_all" with romio_cb_write: the
+    program's MPI-IO calls are reads."""
+    log = _run(tmp_path, "indep_read", [str(tmp_path / "ir.dat"), "5000", "2048"])
+    prof = load_job([str(log)])
+    px = prof.module("POSIX")
+    assert (px["proc"][px["POSIX_WRITES"] > 0] < 0).all()  # the writes sit in the reduced record
+    found = advise(diagnose(prof))
+    ids = [f.id for f in found]
+    assert "shared-file-contention" not in ids and "no-collective-io" in ids
+    recs = rule_recommendations(prof, found)
+    coll = next(r for r in recs if r.id == "collective-io")
+    text = "\n".join(c.text for c in coll.changes)
+    assert "MPI_File_read_at_all" in text and "romio_cb_read enable" in text and "write" not in text
+    assert not any("romio_cb_write" in c.text for r in recs for c in r.changes)

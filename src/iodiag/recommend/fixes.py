@@ -322,7 +322,8 @@ def _fix_shared_file_contention(f: Finding, j: JobFacts, c: FixContext):
 
 def _fix_no_collective_io(f: Finding, j: JobFacts, c: FixContext):
     ev = f.evidence
-    rw = _rw(j, float(ev.get("independent_reads", 0)), float(ev.get("independent_writes", 1)))
+    x = {**ev, **f.facts}  # the detector's counts of independent reads and writes (facts)
+    rw = _rw(j, float(x.get("independent_reads", 0)), float(x.get("independent_writes", 1)))
     return _collective(f, j, rw or "write")
 
 
@@ -350,7 +351,7 @@ def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
                        settings={"cb_nodes": n, **({"stripe_count": stripe} if stripe is not None else {})},
                        changes=changes)
     if "MPI-IO" in j.layers and not x.get("collective"):
-        return _collective(f, j, "write" if j.writes else "read")
+        return _collective(f, j, x.get("mpiio_rw") or ("write" if j.writes else "read"))
     return NoSetting(f"{heavy} process(es) carry {fmt_pct(float(ev.get('share_of_bytes_on_heavy', 0)))} of the bytes because "
                      "the program gives them that share: no I/O setting changes how it divides the data")
 

@@ -239,6 +239,9 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
         facts["collective"] = bool(cw + cr)
         if cw + cr:  # the direction of the collective calls (the aggregators' hint is romio_cb_read or _write)
             facts["collective_rw"] = "write" if cw >= cr else "read"
+        mw, mr = (float(sum(col(mp, f"MPIIO_{k}_{rw}S").sum() for k in ("INDEP", "COLL", "NB"))) for rw in ("WRITE", "READ"))
+        if mw + mr:  # the direction of the MPI-IO calls (POSIX writes beside MPI-IO reads are not MPI-IO's)
+            facts["mpiio_rw"] = "write" if mw >= mr else "read"
     heavy_sorted = heavy[np.argsort(-b[heavy])]
     lv = m.level
     mine, w = _rows_of(profile, int(heavy_sorted[0]))

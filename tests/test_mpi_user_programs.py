@@ -161,3 +161,16 @@ def test_independent_reads_of_a_file_one_rank_wrote(tmp_path):
     text = "\n".join(c.text for c in coll.changes)
     assert "MPI_File_read_at_all" in text and "romio_cb_read enable" in text and "write" not in text
     assert not any("romio_cb_write" in c.text for r in recs for c in r.changes)
+
+
+def test_lseek_read_at_random_offsets(tmp_path):
+    """4 ranks each read 20,000 random 4 KiB pieces of a 16 MiB file of their own with lseek + read (no stat):
+    the change for the seeks was titled "Drop 0 stats and 80,000 seeks"."""
+    log = _run(tmp_path, "seek_read", [str(tmp_path / "sr.dat"), "16", "20000", "4096"])
+    prof = load_job([str(log)])
+    found = diagnose(prof)
+    storm = _by(found, "metadata-storm")
+    assert storm.evidence["seeks_count"] == 80_000 and storm.evidence["stats_count"] == 0
+    rec = next(r for r in rule_recommendations(prof, found) if r.id == "fewer-metadata-calls")
+    assert rec.title == "Drop 80,000 seeks"
+    assert [c.text for c in rec.changes] == ["pread(fd, buf, n, offset);  /* instead of lseek + read */"]

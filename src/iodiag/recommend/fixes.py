@@ -177,8 +177,8 @@ def _stat_seek_rec(f: Finding, j: JobFacts) -> Recommendation:
     if int(ev.get("stats_count", 0)):
         code.append("size = st.st_size;  /* stat each file once and keep it */" if not j.python else
                     "size = os.fstat(f.fileno()).st_size  # once per open file, kept")
-    return Recommendation(id="fewer-metadata-calls", title=f"Drop {int(ev.get('stats_count', 0)):,} stats and "
-                          f"{int(ev.get('seeks_count', 0)):,} seeks", settings={"pread": True}, gain=IO_ONLY,
+    what = " and ".join(f"{int(ev.get(f'{k}s_count', 0)):,} {k}s" for k in ("stat", "seek") if int(ev.get(f"{k}s_count", 0)))
+    return Recommendation(id="fewer-metadata-calls", title=f"Drop {what or 'stats and seeks'}", settings={"pread": True}, gain=IO_ONLY,
                           changes=tuple(Change("snippet", s) for s in code))
 
 

@@ -165,7 +165,9 @@ def test_independent_reads_of_a_file_one_rank_wrote(tmp_path):
 
 def test_lseek_read_at_random_offsets(tmp_path):
     """4 ranks each read 20,000 random 4 KiB pieces of a 16 MiB file of their own with lseek + read (no stat):
-    the change for the seeks was titled "Drop 0 stats and 80,000 seeks"."""
+    the change for the seeks was titled "Drop 0 stats and 80,000 seeks", and small-io's change was to issue a
+    4 MiB pread per small read (1,000 times the bytes, at random offsets) beside random-access's own (read the
+    file once, in order)."""
     log = _run(tmp_path, "seek_read", [str(tmp_path / "sr.dat"), "16", "20000", "4096"])
     prof = load_job([str(log)])
     found = diagnose(prof)
@@ -174,3 +176,11 @@ def test_lseek_read_at_random_offsets(tmp_path):
     rec = next(r for r in rule_recommendations(prof, found) if r.id == "fewer-metadata-calls")
     assert rec.title == "Drop 80,000 seeks"
     assert [c.text for c in rec.changes] == ["pread(fd, buf, n, offset);  /* instead of lseek + read */"]
+    small = _by(found, "small-io")
+    assert small.evidence["consecutive_ops_counter"] + small.evidence["strided_ops_counter"] < 0.2 * 80_000
+    ids = [r.id for r in rule_recommendations(prof, found)]
+    assert "random-access" in [f.id for f in found] and "read-whole" in ids and "buffering" not in ids
+    # each file is read 5 times over by the one process that owns it: nothing to broadcast
+    red = _by(advise(found), "redundant-read")
+    assert red.evidence["worst_file_readers"] == 1 and "MPI_Bcast" not in red.recommendation
+    assert "broadcast" not in ids and "read-once" in ids

@@ -212,7 +212,13 @@ def _fix_small_io(f: Finding, j: JobFacts, c: FixContext):
                                   changes=(Change("snippet", f'ds = xr.open_dataset("{ev["array_file"]}", '
                                                              'chunks={"time": 24})'),))
         return _python_buffering(f, c.cfg)
-    return _small_io_setting(f, c.cfg)
+    rec = _small_io_setting(f, c.cfg)
+    ev = f.evidence
+    n = max(ev["small_reads"] + ev["small_writes"], 1)
+    if rec is not None and rec.id == "buffering" and c.has(RANDOM_ACCESS.id) and \
+            ev.get("consecutive_ops_counter", 0) + ev.get("strided_ops_counter", 0) < 0.2 * n:
+        return None  # scattered small ops: a 4 MiB request per small one reads mostly unwanted bytes; random-access's change (the file whole, in order) covers them
+    return rec
 
 
 def _stdio_small(f: Finding, j: JobFacts, c: FixContext) -> Recommendation:
@@ -291,6 +297,8 @@ _SHARE = {"dask": ("persist", "ds = ds.persist()  # load once into the workers; 
 
 def _fix_redundant_read(f: Finding, j: JobFacts, c: FixContext):
     kind = f.facts.get("kind", "")
+    if kind == "mpi" and int(f.evidence.get("worst_file_readers", 2)) <= 1:
+        kind = ""  # one process reads the file again and again: nothing to broadcast, it keeps what it read
     if kind in _SHARE:
         rid, code = _SHARE[kind]
     elif j.python and _array_file(f):

@@ -302,8 +302,8 @@ def _redundant_read(f: Finding, cfg: Config) -> str:
     ev = f.evidence
     readers = int(ev["worst_file_readers"])
     who = f"by {readers} processes" if readers > 1 else "by one process"
-    share = _SHARE_ADVICE.get(f.facts.get("kind", ""), "read it once and keep it in memory (a cache) instead of "
-                                                       "re-reading it")
+    kind = f.facts.get("kind", "") if readers > 1 or f.facts.get("kind") != "mpi" else ""  # one reader: no broadcast
+    share = _SHARE_ADVICE.get(kind, "read it once and keep it in memory (a cache) instead of re-reading it")
     return f"the worst file is read {ev['worst_file_amplification']:.1f} times over {who}: " + share
 
 

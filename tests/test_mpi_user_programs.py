@@ -140,6 +140,7 @@ def test_rank_0_doing_all_the_io_names_its_file_not_stdout(tmp_path):
     assert imb.processes == [0] and imb.evidence["share_of_bytes_on_heavy"] == 1.0
     assert imb.files == [str(tmp_path / "r0.dat")]
     assert _by(found, "inactive-ranks").processes == [1, 2, 3]
+    assert "(or run with 1 process and save 3 idle ones)" in _by(advise(found), "inactive-ranks").recommendation
     assert all(f.est_cost_s <= prof.job.runtime_s for f in found)
 
 

@@ -421,7 +421,8 @@ def _inactive_ranks(f: Finding, cfg: Config) -> str:
     n, idle = int(ev["processes"]), int(ev["inactive_processes"])
     active = n - idle
     return (f"only {active} of {n} processes move data at the {ev['level']} level: distribute "
-            f"the data over all ranks (or run with {active} processes and save {idle} idle ones)")
+            f"the data over all ranks (or run with {active} process{'es' if active != 1 else ''} and save {idle} idle "
+            f"one{'s' if idle != 1 else ''})")
 
 
 # what to change when a component of a Dask run's weak-scaling loss is the largest (analyzers/weakloss.py)

@@ -185,3 +185,17 @@ def test_lseek_read_at_random_offsets(tmp_path):
     red = _by(advise(found), "redundant-read")
     assert red.evidence["worst_file_readers"] == 1 and "MPI_Bcast" not in red.recommendation
     assert "broadcast" not in ids and "read-once" in ids
+
+
+def test_a_collective_open_per_step_is_told_to_open_once_not_to_open_collectively(tmp_path):
+    """2 ranks open their shared file with MPI_File_open around each of 1,000 collective writes: metadata-storm
+    said "each process opens the same file(s); open once and share the handle (MPI-IO/HDF5 collective open, ...)",
+    what the program already does; each process re-opens the file a thousand times."""
+    log = _run(tmp_path, "mpi_reopen", [str(tmp_path / "mr.dat"), "1000", "8192"], nprocs=2)
+    prof = load_job([str(log)])
+    mp = prof.module("MPI-IO")
+    assert (mp["MPIIO_INDEP_OPENS"] + mp["MPIIO_COLL_OPENS"]).sum() == 2000
+    storm = _by(advise(diagnose(prof)), "metadata-storm")
+    assert "collective open" not in storm.recommendation
+    assert "by 2 processes: each process opens them" in storm.recommendation
+    assert "open once per process and keep the handle" in storm.recommendation

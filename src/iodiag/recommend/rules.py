@@ -205,6 +205,11 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
         if opened * 10 <= opens and facts.get("openers_per_file", 2) <= 1:  # each process re-opens its own files
             advice.append(f"{opens:,} opens of only {opened:,} file(s), each opened by one process only: every process "
                           f"re-opens its own file(s); open each once and keep the handle")
+        elif opened * 10 <= opens and opens >= 10 * opened * facts.get("openers_per_file", 0):
+            # more opens than files x processes: each process re-opens them (a collective open per step, ...)
+            per = opens / max(opened * facts["openers_per_file"], 1)
+            advice.append(f"{opens:,} opens of only {opened:,} file(s) by {facts['openers_per_file']:,} processes: "
+                          f"each process opens them ~{per:,.0f} times; open once per process and keep the handle")
         elif opened * 10 <= opens:  # many opens of a few files: the files are not the problem
             advice.append(f"{opens:,} opens of only {opened:,} file(s): each process opens the same file(s); "
                           f"open once and share the handle (MPI-IO/HDF5 collective open, or one opener per node)")

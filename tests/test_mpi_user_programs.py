@@ -41,6 +41,9 @@ def test_small_writes_of_a_shared_record_name_every_rank_not_rank_0(tmp_path):
     f = _by(diagnose(prof), "small-io")
     assert f.evidence["small_writes"] == 4 * 3000
     assert f.processes == []  # no rank singled out: the record is every rank's
+    # consecutive pwrite calls, no stdio stream: the buffer is the program's own, not setvbuf's
+    text = _by(advise([f]), "small-io").recommendation
+    assert "continue the previous offset" in text and "setvbuf" not in text
 
 
 def test_posix_writers_of_a_shared_file_get_posix_code_for_a_file_each(tmp_path):

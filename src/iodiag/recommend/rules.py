@@ -45,6 +45,7 @@ def _small_io(f: Finding, cfg: Config) -> str:
     if f.facts.get("stdio"):
         return _small_stdio(f, cfg)
     ev = {**f.evidence, "_python": bool(f.facts.get("python")),
+          "_stdio": f.facts.get("stdio_ops", 0) >= f.facts.get("posix_ops", 1),  # fread/fwrite on these files
           "_writes": f.evidence["small_writes"] > f.evidence["small_reads"], "_array": _interface(f)[0] in ("HDF5", "PnetCDF")
           or bool(f.evidence.get("array_file"))}
     pat = {k: ev[k] for k in _PATTERN_KEYS if k in ev} if "dxt_small_ops" in ev else {}
@@ -97,7 +98,8 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
         gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({fmt_pct(1 - n['after'] / max(n['before'], 1))} "
                 "fewer)" if n.get("after") else "")
         how = (f"open(..., buffering={buf})" if ev.get("_python") else f"a {fmt_bytes(buf)} buffer (setvbuf, or "
-               "gather the pieces in memory)")
+               "gather the pieces in memory)" if ev.get("_stdio") else f"gather the pieces in a {fmt_bytes(buf)} "
+               "buffer in memory")
         parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them ({how}, or write "
                            f"whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
     if n["strided"] >= 0.2 * base and "strided" not in parts:

@@ -410,9 +410,8 @@ def _rank_imbalance(f: Finding, cfg: Config) -> str:
     note = ""
     if x.get("collective"):
         note = (" MPI-IO collective calls are present, so POSIX traffic concentrates on the collective-buffering "
-                f"aggregators: raise their number (cb_nodes / romio_cb_{x.get('collective_rw', 'write')}, one per OST "
-                "or node) and stripe the "
-                "file over more OSTs;")
+                f"aggregators: raise their number (cb_nodes / romio_cb_{x.get('collective_rw', 'write')}, one per "
+                + ("OST or node) and stripe the file over more OSTs;" if x.get("lustre", True) else "node);"))
     if x.get("top_file") and "top_file_stripe_count" in ev:
         sc = int(ev["top_file_stripe_count"])
         if sc < 8:

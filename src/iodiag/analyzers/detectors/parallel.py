@@ -249,6 +249,8 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
     fb = np.where(isin(lv["file_id"], std_file_ids(profile)), 0.0, fb)  # a terminal or pipe is no file to spread
     files = top_files(profile, lv["file_id"][mine], fb[mine], cfg.report.top_files)
     lus = profile.module("LUSTRE")
+    fst = profile.files["fs_type"] if "fs_type" in profile.files else np.zeros(0, object)
+    facts["lustre"] = lus is not None or any(str(x).lower() == "lustre" for x in set(fst.tolist()))  # OSTs to stripe over
     if files and lus is not None:
         named = profile.files["file_id"][profile.files["path"] == files[0]]  # the last id of that path, as a reversed dict gives
         fid = int(named[-1]) if len(named) else None

@@ -89,6 +89,11 @@ def _fix_task_overhead(f: Finding, j: JobFacts, c: FixContext):
                                                      'ds = xr.open_dataset(path, chunks="auto")'),))
 
 
+def _opens_of(profile, mod: str) -> float:
+    t = profile.module(mod) if profile is not None else None
+    return float(t[f"{mod}_OPENS"].clip(0).sum()) if t is not None and f"{mod}_OPENS" in t else 0.0
+
+
 def _fix_many_small_files(f: Finding, j: JobFacts, c: FixContext):
     if f.facts.get("zarr_grids"):
         return _chunks_from_files(c.profile, f, c.params)
@@ -101,10 +106,22 @@ def _fix_many_small_files(f: Finding, j: JobFacts, c: FixContext):
                 settings={"files": 1}, changes=(
                     Change("snippet", "H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);"),
                     Change("snippet", 'f = h5py.File(path, "w", driver="mpio", comm=MPI.COMM_WORLD)  # h5py')))
+        if j.python:
+            code = ("with h5py.File(out, 'a') as h5:  # one container\n"
+                    "    h5[name] = data  # one dataset per former file")
+        elif j.mpi and j.nprocs > 1:  # a C/Fortran MPI program: one shared file, each former file at its offset
+            code = ("/* once: one shared file; each former file at its own offset */\n"
+                    "MPI_File_open(MPI_COMM_WORLD, out, MPI_MODE_CREATE | MPI_MODE_WRONLY,\n"
+                    "              MPI_INFO_NULL, &fh);\n"
+                    "MPI_File_write_at_all(fh, offset, buf, n, MPI_BYTE, &st);")
+        elif _opens_of(c.profile, "STDIO") > _opens_of(c.profile, "POSIX"):  # fopen'ed files; lines of ≤ 72 columns
+            code = ('FILE *fp = fopen(out, "wb");  /* once: one file */\n'
+                    "fwrite(buf, 1, n, fp);  /* each former file in turn; keep an index */")
+        else:
+            code = ("int fd = open(out, O_CREAT | O_WRONLY, 0644);  /* once: one file */\n"
+                    "pwrite(fd, buf, n, offset);  /* each former file at its offset */")
         return Recommendation(id="pack-files", title=f"Write {after:,} file(s) instead of {n:,} small ones",
-                              settings={"files": after}, gain=IO_ONLY, changes=(
-                                  Change("snippet", "with h5py.File(out, 'a') as h5:  # one container\n"
-                                                    "    h5[name] = data  # one dataset per former file"),))
+                              settings={"files": after}, gain=IO_ONLY, changes=(Change("snippet", code),))
     return Recommendation(id="pack-files", title=f"Pack {n:,} small input files into {after:,} file(s) once",
                           settings={"files": after}, gain=RESHAPES, changes=(
                               Change("shell", f"tar cf {top}.tar -C {top} .  # once; read members from the "
@@ -160,8 +177,8 @@ def _stat_seek_rec(f: Finding, j: JobFacts) -> Recommendation:
     if int(ev.get("stats_count", 0)):
         code.append("size = st.st_size;  /* stat each file once and keep it */" if not j.python else
                     "size = os.fstat(f.fileno()).st_size  # once per open file, kept")
-    return Recommendation(id="fewer-metadata-calls", title=f"Drop {int(ev.get('stats_count', 0)):,} stats and "
-                          f"{int(ev.get('seeks_count', 0)):,} seeks", settings={"pread": True}, gain=IO_ONLY,
+    what = " and ".join(f"{int(ev.get(f'{k}s_count', 0)):,} {k}s" for k in ("stat", "seek") if int(ev.get(f"{k}s_count", 0)))
+    return Recommendation(id="fewer-metadata-calls", title=f"Drop {what or 'stats and seeks'}", settings={"pread": True}, gain=IO_ONLY,
                           changes=tuple(Change("snippet", s) for s in code))
 
 
@@ -197,7 +214,13 @@ def _fix_small_io(f: Finding, j: JobFacts, c: FixContext):
         if _hdf5_name(ev.get("array_file")) and j.reads and ev["small_reads"] >= ev["small_writes"]:
             return _hdf5_sieve(ev["array_file"], int(f.facts.get("buffer_bytes", c.cfg.small_io.buffer_bytes)))
         return _python_buffering(f, c.cfg)
-    return _small_io_setting(f, c.cfg)
+    rec = _small_io_setting(f, c.cfg)
+    ev = f.evidence
+    n = max(ev["small_reads"] + ev["small_writes"], 1)
+    if rec is not None and rec.id == "buffering" and c.has(RANDOM_ACCESS.id) and \
+            ev.get("consecutive_ops_counter", 0) + ev.get("strided_ops_counter", 0) < 0.2 * n:
+        return None  # scattered small ops: a 4 MiB request per small one reads mostly unwanted bytes; random-access's change (the file whole, in order) covers them
+    return rec
 
 
 def _hdf5_name(path: str | None) -> bool:
@@ -297,6 +320,8 @@ def _fix_redundant_read(f: Finding, j: JobFacts, c: FixContext):
         rec = _open_once(f, j, f.files[0] if f.files else None, c.profile)  # the costliest file, by name
         return replace(rec, title=f"Open each NetCDF file once per process ({int(f.facts['probe_opens']):,} opens "
                                   f"read {fmt_bytes(f.facts['probe_bytes'])} to probe the format)")
+    if kind == "mpi" and int(f.evidence.get("worst_file_readers", 2)) <= 1:
+        kind = ""  # one process reads the file again and again: nothing to broadcast, it keeps what it read
     if kind in _SHARE:
         rid, code = _SHARE[kind]
     elif j.python and _hdf5_name(_array_file(f)):  # an HDF5 file: h5py's way (xarray reads NetCDF-4 files)
@@ -317,15 +342,21 @@ def _fix_shared_file_contention(f: Finding, j: JobFacts, c: FixContext):
     if "MPI-IO" in j.layers:
         return _collective(f, j, "write")
     writers = int(f.facts.get("worst_writers", 2))
-    code = ('fp = fopen(name, "w");  /* name: "out.<rank>", one per process */'
-            if not j.python else 'f = open(f"{out}.{rank}", "wb")  # one file per process')
+    if j.python:
+        code = 'f = open(f"{out}.{rank}", "wb")  # one file per process'
+    elif _opens_of(c.profile, "STDIO") > _opens_of(c.profile, "POSIX"):  # the program fopen's its files
+        code = 'fp = fopen(name, "w");  /* name: "out.<rank>", one per process */'
+    else:  # open/write (pwrite) calls: the same calls on a file of its own
+        code = 'fd = open(name, O_CREAT | O_WRONLY, 0644);  /* name: "out.<rank>" */'
+
     return Recommendation(id="file-per-process", title=f"One file per writer instead of {writers} processes on one "
                           "file", settings={"file_per_process": True}, changes=(Change("snippet", code),), gain=IO_ONLY)
 
 
 def _fix_no_collective_io(f: Finding, j: JobFacts, c: FixContext):
     ev = f.evidence
-    rw = _rw(j, float(ev.get("independent_reads", 0)), float(ev.get("independent_writes", 1)))
+    x = {**ev, **f.facts}  # the detector's counts of independent reads and writes (facts)
+    rw = _rw(j, float(x.get("independent_reads", 0)), float(x.get("independent_writes", 1)))
     return _collective(f, j, rw or "write")
 
 
@@ -339,7 +370,7 @@ def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
         # the heavy processes are the collective-buffering aggregators: more of them spread the bytes (one
         # aggregator is ROMIO's default on one node: cb_config_list *:* lets several ranks of a node aggregate)
         n = min(max(2 * heavy, 4), j.nprocs)
-        rw = "write" if j.writes else "read"
+        rw = x.get("collective_rw") or ("write" if j.writes else "read")
         rec = _collective(f, j, rw, {"cb_nodes": n, **({"cb_config_list": "*:*"} if heavy == 1 else {})},
                           already=True)
         changes = rec.changes
@@ -353,7 +384,7 @@ def _fix_rank_imbalance(f: Finding, j: JobFacts, c: FixContext):
                        settings={"cb_nodes": n, **({"stripe_count": stripe} if stripe is not None else {})},
                        changes=changes)
     if "MPI-IO" in j.layers and not x.get("collective"):
-        return _collective(f, j, "write" if j.writes else "read")
+        return _collective(f, j, x.get("mpiio_rw") or ("write" if j.writes else "read"))
     return NoSetting(f"{heavy} process(es) carry {fmt_pct(float(ev.get('share_of_bytes_on_heavy', 0)))} of the bytes because "
                      "the program gives them that share: no I/O setting changes how it divides the data")
 

@@ -62,11 +62,30 @@ def job_facts(profile) -> JobFacts:
               if have(*mods)}
     ctx = job_context(profile)
     tm = time_model_of(profile)
-    return JobFacts(layers=frozenset(layers), reads=float(level_total(profile, "bytes_read")) > 0,
-                    writes=float(level_total(profile, "bytes_written")) > 0, nprocs=int(profile.job.nprocs or 1),
+    return JobFacts(layers=frozenset(layers), reads=_data_bytes(profile, "read") > 0,
+                    writes=_data_bytes(profile, "written") > 0, nprocs=int(profile.job.nprocs or 1),
                     lustre=have("LUSTRE"), python=bool(ctx.python), dask=bool(ctx.dask), mpi=bool(ctx.mpi),
                     arrays=tuple(profile.job.arrays or ()), runtime_s=profile.job.runtime_s, io_wall_s=tm.io_wall_s,
                     files=int(len(profile.files)))
+
+
+def _data_bytes(profile, rw: str) -> float:
+    """Bytes read or written at the POSIX level, without the terminal and pipes (<STDIN>, <STDOUT>, <STDERR>): a
+    program that prints its progress does not write data (advice would otherwise say "write fewer files" to a
+    job that only reads them, or hint collective writes to a job that only reads)."""
+    import numpy as np
+
+    from ..analyzers.metrics import isin, level_total, pcol, std_file_ids
+
+    total = float(level_total(profile, f"bytes_{rw}"))
+    std = std_file_ids(profile)
+    if total <= 0 or not len(std):
+        return total
+    for mod in ("POSIX", "STDIO"):
+        t = profile.module(mod)
+        if t is not None:
+            total -= float(np.clip(pcol(profile, mod, f"{mod}_BYTES_{rw.upper()}", "f8")[isin(t["file_id"], std)], 0, None).sum())
+    return max(total, 0.0)
 
 
 @dataclass

@@ -45,6 +45,7 @@ def _small_io(f: Finding, cfg: Config) -> str:
     if f.facts.get("stdio"):
         return _small_stdio(f, cfg)
     ev = {**f.evidence, "_python": bool(f.facts.get("python")),
+          "_stdio": f.facts.get("stdio_ops", 0) >= f.facts.get("posix_ops", 1),  # fread/fwrite on these files
           "_writes": f.evidence["small_writes"] > f.evidence["small_reads"], "_array": _interface(f)[0] in ("HDF5", "PnetCDF")
           or bool(f.evidence.get("array_file"))}
     pat = {k: ev[k] for k in _PATTERN_KEYS if k in ev} if "dxt_small_ops" in ev else {}
@@ -52,7 +53,8 @@ def _small_io(f: Finding, cfg: Config) -> str:
     buf = int(f.facts.get("buffer_bytes", cfg.small_io.buffer_bytes))
     counters = dict(base=n_small, consec=ev["consecutive_ops_counter"], strided=ev["strided_ops_counter"],
                     stride=ev["top_stride_gap_bytes"], what="gap between accesses",
-                    unasked=int(f.facts.get("unasked_small_reads", 0)))  # not the program's: not random either
+                    unasked=int(f.facts.get("unasked_small_reads", 0)),  # not the program's: not random either
+                    reopens=int(f.facts.get("reopens", 0)))
     parts: dict[str, str] = {}
     if pat:
         trace = dict(base=pat["dxt_small_ops"], consec=pat["consecutive_ops"], strided=pat["strided_ops"],
@@ -66,7 +68,8 @@ def _small_io(f: Finding, cfg: Config) -> str:
     parts = {**_small_io_layer_parts(f, n_small), **parts}
     if not parts:
         parts["random"] = f"{n_small:,} small ops show no sequential or strided pattern: aggregate them (MPI-IO " \
-                          "collective buffering, a read cache, or larger chunks)"
+                          f"collective buffering, {'a write buffer' if ev['_writes'] else 'a read cache'}, or larger " \
+                          "chunks)"
     return lead + "; ".join(parts.values())
 
 
@@ -95,7 +98,8 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
         gain = (f"; expected small requests {n['before']:,} -> {n['after']:,} ({fmt_pct(1 - n['after'] / max(n['before'], 1))} "
                 "fewer)" if n.get("after") else "")
         how = (f"open(..., buffering={buf})" if ev.get("_python") else f"a {fmt_bytes(buf)} buffer (setvbuf, or "
-               "gather the pieces in memory)")
+               "gather the pieces in memory)" if ev.get("_stdio") else f"gather the pieces in a {fmt_bytes(buf)} "
+               "buffer in memory")
         parts["consec"] = (f"{n['consec']:,} small ops continue the previous offset: buffer them ({how}, or write "
                            f"whole {fmt_bytes(buf)} chunks / a larger Zarr/HDF5 chunk){gain}")
         if ev.get("_python") and str(ev.get("array_file") or "").lower().endswith((".h5", ".hdf5", ".he5")):
@@ -127,9 +131,18 @@ def _small_parts(n: dict, ev: dict, buf: int, parts: dict, random: bool = True) 
                              "read them once and keep them in memory, or seek less (one read of the whole record "
                              "instead of a read per field)")
     rnd = n["base"] - n["consec"] - n["strided"] - n.get("same", 0) - n.get("unasked", 0)
+    reopened = min(n.get("reopens", 0), max(rnd, 0))
+    if random and reopened >= 0.5 * base and "reopen" not in parts:
+        # Darshan restarts a record's offset at each open: ops one per open show no pattern, whatever their order
+        rw = "write" if ev.get("_writes") else "read"
+        parts["reopen"] = (f"{reopened:,} small ops each follow a re-open of their file (an open around every "
+                           f"access; Darshan's offsets restart at each open, so no sequential pattern can show): open "
+                           f"each file once and {rw} through that handle in blocks of {fmt_bytes(buf)}")
+        rnd -= reopened
     if random and rnd >= 0.2 * base and "random" not in parts:
         parts["random"] = (f"{rnd:,} small ops have no sequential or strided pattern: aggregate them (MPI-IO "
-                           "collective buffering, a read cache, or larger chunks)")
+                           f"collective buffering, {'a write buffer' if ev.get('_writes') else 'a read cache'}, or "
+                           "larger chunks)")
 
 
 def _small_io_layer_parts(f: Finding, n_small: int) -> dict[str, str]:
@@ -207,7 +220,15 @@ def _metadata_storm(f: Finding, cfg: Config) -> str:
                              if facts.get("python") and not r.get("writes") else ""))
     if facts.get("opened_files") is not None:
         opened, data_ops = facts["opened_files"], facts["data_ops"]
-        if opened * 10 <= opens:  # many opens of a few files: the files are not the problem
+        if opened * 10 <= opens and facts.get("openers_per_file", 2) <= 1:  # each process re-opens its own files
+            advice.append(f"{opens:,} opens of only {opened:,} file(s), each opened by one process only: every process "
+                          f"re-opens its own file(s); open each once and keep the handle")
+        elif opened * 10 <= opens and opens >= 10 * opened * facts.get("openers_per_file", 0):
+            # more opens than files x processes: each process re-opens them (a collective open per step, ...)
+            per = opens / max(opened * facts["openers_per_file"], 1)
+            advice.append(f"{opens:,} opens of only {opened:,} file(s) by {facts['openers_per_file']:,} processes: "
+                          f"each process opens them ~{per:,.0f} times; open once per process and keep the handle")
+        elif opened * 10 <= opens:  # many opens of a few files: the files are not the problem
             advice.append(f"{opens:,} opens of only {opened:,} file(s): each process opens the same file(s); "
                           f"open once and share the handle (MPI-IO/HDF5 collective open, or one opener per node)")
         else:
@@ -304,8 +325,8 @@ def _redundant_read(f: Finding, cfg: Config) -> str:
     ev = f.evidence
     readers = int(ev["worst_file_readers"])
     who = f"by {readers} processes" if readers > 1 else "by one process"
-    share = _SHARE_ADVICE.get(f.facts.get("kind", ""), "read it once and keep it in memory (a cache) instead of "
-                                                       "re-reading it")
+    kind = f.facts.get("kind", "") if readers > 1 or f.facts.get("kind") != "mpi" else ""  # one reader: no broadcast
+    share = _SHARE_ADVICE.get(kind, "read it once and keep it in memory (a cache) instead of re-reading it")
     from .open_once import probe_dominant
 
     if probe_dominant(f):  # the re-reads come with the opens, not with the program's reads: caching data won't help
@@ -419,8 +440,8 @@ def _rank_imbalance(f: Finding, cfg: Config) -> str:
     note = ""
     if x.get("collective"):
         note = (" MPI-IO collective calls are present, so POSIX traffic concentrates on the collective-buffering "
-                "aggregators: raise their number (cb_nodes / romio_cb_write, one per OST or node) and stripe the "
-                "file over more OSTs;")
+                f"aggregators: raise their number (cb_nodes / romio_cb_{x.get('collective_rw', 'write')}, one per "
+                + ("OST or node) and stripe the file over more OSTs;" if x.get("lustre", True) else "node);"))
     if x.get("top_file") and "top_file_stripe_count" in ev:
         sc = int(ev["top_file_stripe_count"])
         if sc < 8:
@@ -436,7 +457,8 @@ def _inactive_ranks(f: Finding, cfg: Config) -> str:
     n, idle = int(ev["processes"]), int(ev["inactive_processes"])
     active = n - idle
     return (f"only {active} of {n} processes move data at the {ev['level']} level: distribute "
-            f"the data over all ranks (or run with {active} processes and save {idle} idle ones)")
+            f"the data over all ranks (or run with {active} process{'es' if active != 1 else ''} and save {idle} idle "
+            f"one{'s' if idle != 1 else ''})")
 
 
 # what to change when a component of a Dask run's weak-scaling loss is the largest (analyzers/weakloss.py)

@@ -146,7 +146,7 @@ def _small_io_setting(f: Finding, cfg: Config) -> Recommendation | None:
                                                          "H5D_CHUNK_CACHE_W0_DEFAULT)"),))
     if x.get("stdio_ops", 0) >= x.get("posix_ops", 1):  # these files are mostly read/written with fread/fwrite
         code = f"setvbuf(fp, NULL, _IOFBF, {buf});  /* after fopen */"
-    elif layer == "MPI-IO":
+    elif layer == "MPI-IO" and mp and mp[f"{rw}s"]:  # the program {rw}s these files through MPI-IO
         code = f"MPI_File_{rw}_at(fh, offset, buf, {buf}, MPI_BYTE, &st);"
     elif rw == "read":
         code = f"pread(fd, buf, {buf}, offset);  /* then slice buf */"

@@ -76,6 +76,29 @@ def top_files(profile: JobProfile, file_ids: np.ndarray, weights: np.ndarray, k:
 
 
 
+def proc_weights(profile: JobProfile, table, rows: np.ndarray | None, weights: np.ndarray, n: int) -> np.ndarray:
+    """Per-process sums of row ``weights`` of a counters ``table`` (``rows``: a mask or None for all rows).  A
+    shared record (rank -1: Darshan reduced it over every rank of its log) names no process and is left out (as
+    read-modify-write does; clipped to 0 it named process 0 alone for work every rank did), unless its log has
+    one process: then it is that process's."""
+    proc = np.asarray(table["proc"] if rows is None else table["proc"][rows])
+    w = np.asarray(weights, "f8")
+    proc = proc.copy()
+    pr = profile.processes
+    shared = proc < 0
+    if shared.any() and len(pr):
+        log = table["log"] if "log" in table else np.zeros(len(table["proc"]), "i8")
+        log = np.asarray(log if rows is None else log[rows])[shared]
+        nlog = int(pr["log"].max()) + 1
+        size = np.bincount(pr["log"], minlength=nlog)
+        first = np.full(nlog, -1, "i8")
+        first[pr["log"][::-1]] = pr["proc"][::-1]  # each log's first process
+        log = np.clip(log, 0, nlog - 1)
+        proc[shared] = np.where(size[log] == 1, first[log], -1)
+    own = proc >= 0
+    return np.bincount(np.clip(proc[own], 0, max(n - 1, 0)), weights=w[own], minlength=n)[:n].astype("f8")
+
+
 def top_procs(weights: np.ndarray, k: int) -> list[int]:
     order = np.argsort(-weights, kind="stable")[:k]
     return [int(p) for p in order if weights[p] > 0]

@@ -15,7 +15,7 @@ from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ...units import fmt_bytes, fmt_pct
 from ..metrics import (col, group_sum, isin, level_total, lustre_stripe, merge_counts, metrics_of, mode_of,
-                       module_sums, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
+                       module_sums, nprocs_of, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
 from ._common import file_cost, finding, top_files
 from ..context import job_context
 from .layers import file_layers, mpiio_calls, rmw_files, rmw_ids
@@ -65,7 +65,15 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
                                          "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME"], fidx, len(fids))
     nonseq = (r - sr) + (w - sw)
     ops = r + w
-    hit = (nonseq >= c.min_ops) & (nonseq >= c.random_share * np.maximum(ops, 1))
+    # the first access after a re-open starts where Darshan's offset restarted (0; it cannot see O_APPEND), not
+    # past the previous access: a file whose backward steps its re-opens explain (opened around every access) is
+    # re-opened, not read or written at random (metadata-storm covers the opens).  Each process's first open of
+    # a file is no re-open.  A file that still hits keeps Darshan's counts.
+    opens = pcol(profile, "POSIX", "POSIX_OPENS", "f8").clip(0)
+    firsts = np.where(t["proc"] >= 0, 1.0, float(nprocs_of(profile)))
+    reopen_f = group_sum(fidx, np.maximum(opens - firsts, 0.0), len(fids))
+    beyond = np.maximum(nonseq - reopen_f, 0.0)
+    hit = (beyond >= c.min_ops) & (beyond >= c.random_share * np.maximum(ops, 1))
     hit &= ~isin(fids, std_file_ids(profile))  # a terminal or pipe has no offsets to sort
     if not hit.any():
         return []
@@ -217,8 +225,9 @@ def detect_redundant_read(profile: JobProfile, cfg: Config) -> list[Finding]:
 RANDOM_ACCESS = FindingSpec(
     id="random-access", seq=4, detect=detect_random_access,
     fires="≥ `min_ops` and ≥ `random_share` of a file's accesses start before the previous one ended (Darshan's SEQ "
-          "definition); with DXT, a constant backward step (a wrapping strided sweep) and same-offset re-reads are "
-          "not random",
+          "definition), not counting as many as the file's re-opens (Darshan's offset restarts at each open: a file "
+          "opened around every access is re-opened, not random); with DXT, a constant backward step (a wrapping "
+          "strided sweep) and same-offset re-reads are not random",
     cost="read/write time × random share",
     config_keys=("access.random_share", "access.min_ops"),
     admin_action="Recommend chunk shapes that match how data is read (e.g. time-series chunks for time-series reads) "

@@ -22,7 +22,7 @@ from ..batches import process_batches
 from ..metrics import file_paths, group_sum, isin, level_total, median, metrics_of, pcol, std_file_ids
 from ..nputil import percentile
 from ..timemodel import meta_span_rows
-from ._common import file_cost, finding, top_files, top_procs
+from ._common import file_cost, finding, proc_weights, top_files, top_procs
 from ..zarrpath import path_kind
 from ._zarr import chunk_grids
 
@@ -151,6 +151,10 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
             facts["reopened"]["zarr"] = zarr
     if opens_per_op >= c.opens_per_data_op and counts["opens"] >= c.min_ops:
         facts["opened_files"] = int(np.count_nonzero(group_sum(m.file_idx, lv["opens"].astype("f8"), len(m.file_ids)) > 0))
+        # the most processes opening one file (a record reduced over the ranks: all of them): 1 when every process
+        # re-opens files of its own, not the same files as the others
+        opener = (lv["opens"] > 0).astype("f8") * np.where(lv["proc"] >= 0, 1.0, float(max(m.nprocs, 2)))
+        facts["openers_per_file"] = int(group_sum(m.file_idx, opener, len(m.file_ids)).max()) if len(lv) else 0
     facts["many"] = {k: counts[k] >= (c.min_ops // 10 if k == "fsyncs" else c.min_ops) for k in ("stats", "seeks", "fsyncs")}
     meta_f = group_sum(m.file_idx, meta_row, len(m.file_ids))
     kinds = np.array([path_kind(x) for x in file_paths(profile)[0].tolist()], dtype=object)
@@ -171,7 +175,7 @@ def detect_metadata_storm(profile: JobProfile, cfg: Config) -> list[Finding]:
     return [finding(cfg, profile, METADATA_STORM.id, "metadata storm: " + "; ".join(reasons),
                     **file_cost(profile, m.file_ids, meta_f, meta_span_rows(profile)), evidence=ev, facts=facts,
                     files=top_files(profile, m.file_ids, meta_f, cfg.report.top_files),
-                    processes=top_procs(group_sum(np.clip(lv["proc"], 0, None), meta_row, m.nprocs), cfg.report.top_processes))]
+                    processes=top_procs(proc_weights(profile, lv, None, meta_row, m.nprocs), cfg.report.top_processes))]
 
 
 def detect_many_small_files(profile: JobProfile, cfg: Config) -> list[Finding]:

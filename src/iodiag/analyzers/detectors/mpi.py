@@ -13,7 +13,7 @@ import numpy as np
 from ..nputil import unique
 from ...config import Config
 from ...findings import Finding, FindingSpec
-from ...profile import JobProfile
+from ...profile import OPS_MODULE, JobProfile
 from ..metrics import (col, file_paths, group_sum, level_total, lustre_stripe, metrics_of, module_sums,
                        nprocs_of, on_parallel_fs, ops_procs_per_file)
 from ._common import file_cost, finding, top_files
@@ -30,6 +30,31 @@ def _ranks_per_file(profile: JobProfile, fids: np.ndarray) -> np.ndarray:
         j = np.searchsorted(u, fids)
         hit = (j < len(u)) & (u[np.minimum(j, len(u) - 1)] == fids)
         out[hit] = np.maximum(out[hit], c[j[hit]])
+    return out
+
+
+def _writers_per_file(profile: JobProfile, m) -> np.ndarray:
+    """Per file of ``m.file_ids``: at most how many processes wrote it at the POSIX level.  A process's own record
+    with writes is one writer; a record Darshan reduced over the ranks (rank -1) may be every rank's, but no more
+    processes than the heatmap saw writing at all (a file every rank opened to read and one rank wrote has a
+    shared record with writes: one writer, not all of them)."""
+    lv = m.level
+    out = np.zeros(len(m.file_ids))
+    if not len(lv):
+        return out
+    wrote = lv["writes"] > 0
+    own = wrote & (lv["proc"] >= 0)
+    if own.any():  # distinct (file, process) pairs
+        pairs = unique(m.file_idx[own].astype("i8") * (m.nprocs + 1) + lv["proc"][own])
+        out += np.bincount(pairs // (m.nprocs + 1), minlength=len(m.file_ids))[: len(m.file_ids)]
+    shared = wrote & (lv["proc"] < 0)
+    if shared.any():
+        out[m.file_idx[shared]] = np.maximum(out[m.file_idx[shared]], m.nprocs)
+    h = profile.heatmap
+    if len(h):
+        px = (h["module"] == OPS_MODULE["POSIX"]) & (h["write_bytes"] > 0)
+        if (h["module"] == OPS_MODULE["POSIX"]).any():
+            out = np.minimum(out, len(unique(h["proc"][px])))
     return out
 
 
@@ -67,7 +92,7 @@ def detect_shared_file_contention(profile: JobProfile, cfg: Config) -> list[Find
         return []
     if not len(profile.ops) and m.file_ranks.max() < c.shared_min_ranks:
         return []  # without ops, the ranks per file are m.file_ranks
-    ranks = _ranks_per_file(profile, m.file_ids)
+    ranks = np.minimum(_ranks_per_file(profile, m.file_ids), _writers_per_file(profile, m))
     coll = np.zeros(len(m.file_ids))
     mp = profile.module("MPI-IO")
     tot = module_sums(profile, "MPI-IO")
@@ -128,16 +153,22 @@ def detect_no_collective_io(profile: JobProfile, cfg: Config) -> list[Finding]:
     cost_f = t * indep / np.maximum(indep + coll, 1) * small_share * hit
     ev = {"requests_below_1MiB": int(small[hit].sum()), "files": int(hit.sum()), "independent_ops": int(indep[hit].sum()), "collective_ops": int(coll[hit].sum()),
           "max_ranks_per_file": int(ranks[hit].max()), "mpiio_time_s": float(cost_f.sum())}
+    # the direction of the independent calls, for the advice (collective reads or writes)
+    fidx = np.searchsorted(fids, mp["file_id"])
+    on = hit[fidx]
+    facts = {f"independent_{rw}s": int(sum(col(mp, f"MPIIO_{k}_{rw.upper()}S", "f8")[on].sum() for k in ("INDEP", "NB")))
+             for rw in ("read", "write")}
     # MPI-IO time includes the POSIX time below it: spread over the processes like that POSIX time
     return [finding(cfg, profile, NO_COLLECTIVE_IO.id, f"{int(indep[hit].sum()):,} independent MPI-IO calls on {int(hit.sum())} shared "
                     f"file(s), {int(coll[hit].sum()):,} collective", **file_cost(profile, fids, cost_f),
-                    evidence=ev, files=top_files(profile, fids, cost_f + 1e-12 * hit, cfg.report.top_files))]
+                    evidence=ev, facts=facts, files=top_files(profile, fids, cost_f + 1e-12 * hit, cfg.report.top_files))]
 
 
 SHARED_FILE_CONTENTION = FindingSpec(
     id="shared-file-contention", seq=6, detect=detect_shared_file_contention,
     fires="≥ `shared_min_ranks` processes write one file (shared record, per-rank records or DXT) with no MPI-IO "
-          "collective writes on it",
+          "collective writes on it; writers are processes whose records of the file hold writes, a shared record's "
+          "no more than the processes the heatmap saw writing",
     cost="write time on those files (the larger of POSIX and MPI-IO write seconds per file)",
     config_keys=("access.shared_min_ranks", "access.parallel_fs"),
     admin_action="Set a default stripe count for shared files, or recommend collective I/O / one file per node to "

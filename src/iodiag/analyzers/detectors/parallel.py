@@ -17,8 +17,8 @@ from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ...units import fmt_bytes, fmt_pct
 from ..batches import process_batches
-from ..metrics import (col, file_paths, group_sum, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
-                       robust_z)
+from ..metrics import (col, file_paths, group_sum, isin, lustre_osts, median, metrics_of, nprocs_of, pcol, peer_mask,
+                       robust_z, std_file_ids)
 from ._common import finding, top_files
 from ..timemodel import time_model_of
 
@@ -235,13 +235,22 @@ def detect_rank_imbalance(profile: JobProfile, cfg: Config) -> list[Finding]:
         if not ((mp["rank"] < 0).any() or mb.sum() == 0):
             per = group_sum(mp["proc"], mb, m.nprocs)[: m.nprocs]
             ev["mpiio_max_over_median"] = float(per.max() / max(median(per), 1))
-        facts["collective"] = bool(col(mp, "MPIIO_COLL_WRITES").sum() + col(mp, "MPIIO_COLL_READS").sum())
+        cw, cr = float(col(mp, "MPIIO_COLL_WRITES").sum()), float(col(mp, "MPIIO_COLL_READS").sum())
+        facts["collective"] = bool(cw + cr)
+        if cw + cr:  # the direction of the collective calls (the aggregators' hint is romio_cb_read or _write)
+            facts["collective_rw"] = "write" if cw >= cr else "read"
+        mw, mr = (float(sum(col(mp, f"MPIIO_{k}_{rw}S").sum() for k in ("INDEP", "COLL", "NB"))) for rw in ("WRITE", "READ"))
+        if mw + mr:  # the direction of the MPI-IO calls (POSIX writes beside MPI-IO reads are not MPI-IO's)
+            facts["mpiio_rw"] = "write" if mw >= mr else "read"
     heavy_sorted = heavy[np.argsort(-b[heavy])]
     lv = m.level
     mine, w = _rows_of(profile, int(heavy_sorted[0]))
     fb = (lv["bytes_read"] + lv["bytes_written"]) * np.where(lv["proc"] < 0, np.divide(lv["slow_bytes"], np.maximum(lv["bytes_read"] + lv["bytes_written"], 1)).clip(0, 1), 1.0)
+    fb = np.where(isin(lv["file_id"], std_file_ids(profile)), 0.0, fb)  # a terminal or pipe is no file to spread
     files = top_files(profile, lv["file_id"][mine], fb[mine], cfg.report.top_files)
     lus = profile.module("LUSTRE")
+    fst = profile.files["fs_type"] if "fs_type" in profile.files else np.zeros(0, object)
+    facts["lustre"] = lus is not None or any(str(x).lower() == "lustre" for x in set(fst.tolist()))  # OSTs to stripe over
     if files and lus is not None:
         named = profile.files["file_id"][profile.files["path"] == files[0]]  # the last id of that path, as a reversed dict gives
         fid = int(named[-1]) if len(named) else None

@@ -20,7 +20,7 @@ from ..metrics import (SIZE_BUCKETS, group_sum, isin, lustre_stripe, merge_count
                        module_sums, nprocs_of, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count,
                        std_file_ids)
 from ..context import job_context
-from ._common import file_cost, finding, top_files, top_procs
+from ._common import file_cost, finding, proc_weights, top_files, top_procs
 from .layers import file_layers, rmw_ids
 
 
@@ -164,7 +164,7 @@ def _detect_stdio(profile: JobProfile, cfg: Config) -> list[Finding]:
                        "top_file": top[0] if top else None, "top_file_bytes": float(size),
                        "top_file_calls": int(n_f[i])},
              "buffer_bytes": c.buffer_bytes, "python": False}
-    procs = group_sum(np.clip(t["proc"], 0, None), (reads + writes) * hit[fidx], nprocs_of(profile))
+    procs = proc_weights(profile, t, None, (reads + writes) * hit[fidx], nprocs_of(profile))
     mean = (br_f + bw_f)[hit].sum() / max(n_f[hit].sum(), 1)
     return [finding(cfg, profile, SMALL_IO.id, f"{nr + nw:,} STDIO reads/writes (fread/fwrite) of {fmt_bytes(mean)} on "
                     f"average, below {fmt_bytes(c.size_bytes)}", **file_cost(profile, fids, cost_f), evidence=ev,
@@ -213,12 +213,17 @@ def _detect_posix(profile: JobProfile, cfg: Config) -> list[Finding]:
     if pat:
         pat["dxt_complete"] = m.dxt_complete  # a partial trace is a sample: its counts are lower bounds
     ev.update(pat)
-    procs = group_sum(np.clip(t["proc"][rows], 0, None), (sr + sw)[rows].astype("f8"), m.nprocs)
+    procs = proc_weights(profile, t, rows, (sr + sw)[rows], m.nprocs)
     top = top_files(profile, fids, np.where(hit, cost_f + 1e-12, 0), cfg.report.top_files)
     if top and top[0].lower().endswith((".nc", ".nc4", ".h5", ".hdf5", ".he5")):
         ev["array_file"] = top[0]
     hist = size_hist(t, "POSIX_SIZE_READ_")[rows & ~theirs, :nb].sum(0) + size_hist(t, "POSIX_SIZE_WRITE_")[rows, :nb].sum(0)
+    # re-opens of those files (each process's first open of a file is none): a file opened around every access
+    # shows no sequential pattern in Darshan's counters (its offset restarts at each open)
+    opens = t["POSIX_OPENS"].clip(0)[rows].astype("f8")
+    firsts = np.where(t["proc"][rows] >= 0, 1.0, float(m.nprocs))
     facts = {"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes, "posix_ops": n_ops,
+             "reopens": int(np.maximum(opens - firsts, 0).sum()),
              "consecutive_reads": consec_r, "consecutive_writes": consec_w,
              **_layer_facts(profile, fids[hit], group_sum(fidx, sr.astype("f8"), len(fids))[hit], hist)}
     return [finding(cfg, profile, SMALL_IO.id, f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",

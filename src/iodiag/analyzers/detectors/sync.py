@@ -16,7 +16,7 @@ from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ...units import fmt_bytes
 from ..metrics import SIZE_BUCKETS, group_sum, isin, level_total, nprocs_of, pcol, size_hist, std_file_ids
-from ._common import file_cost, finding, top_files, top_procs
+from ._common import file_cost, finding, proc_weights, top_files, top_procs
 
 
 def _may_hit(profile: JobProfile, cfg: Config) -> bool:
@@ -56,7 +56,7 @@ def detect_fsync_per_write(profile: JobProfile, cfg: Config) -> list[Finding]:
           "common_write_size_min_bytes": lo, "common_write_size_max_bytes": None if not np.isfinite(hi) else int(hi),
           "writes_in_common_size": int(hist[j]),
           "write_s_bound": float(write_s_f.sum())}
-    procs = group_sum(np.clip(t["proc"][rows], 0, None), (fs_ + fds)[rows], nprocs_of(profile))
+    procs = proc_weights(profile, t, rows, (fs_ + fds)[rows], nprocs_of(profile))
     size = f"{fmt_bytes(lo)}–{fmt_bytes(hi)}" if np.isfinite(hi) else f"≥ {fmt_bytes(lo)}"
     # the mechanism first, then the counts: short enough for two lines of an 80-column terminal
     call = "fsync/fdatasync" if n_fsync and n_fdsync else ("fdatasync" if n_fdsync else "fsync")

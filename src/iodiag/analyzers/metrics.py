@@ -45,6 +45,16 @@ def nprocs_of(profile: JobProfile) -> int:
     return max(int(profile.job.nprocs), len(profile.processes), 1)
 
 
+def posix_reopens(profile: JobProfile) -> np.ndarray:
+    """Per POSIX record: its opens beyond each process's first open of the file (a record Darshan reduced over
+    all ranks, rank -1, had one first open per process).  Darshan restarts its offset at each open, so as many
+    accesses as there are re-opens can look like backward steps without any random access."""
+    t = profile.module("POSIX")
+    opens = pcol(profile, "POSIX", "POSIX_OPENS", "f8").clip(0)
+    firsts = np.where(t["proc"] >= 0, 1.0, float(nprocs_of(profile)))
+    return np.maximum(opens - firsts, 0.0)
+
+
 _FEW_FILES = 64  # up to this many files, a Python loop over them costs less than a dozen NumPy calls
 
 

@@ -15,7 +15,8 @@ from ...findings import Finding, FindingSpec
 from ...profile import JobProfile
 from ...units import fmt_bytes, fmt_pct
 from ..metrics import (col, group_sum, isin, level_total, lustre_stripe, merge_counts, metrics_of, mode_of,
-                       module_sums, nprocs_of, on_parallel_fs, ops_group_chunks, pcol, previous_rows, std_file_ids)
+                       module_sums, on_parallel_fs, ops_group_chunks, pcol, posix_reopens, previous_rows,
+                       std_file_ids)
 from ._common import file_cost, finding, top_files
 from ..context import job_context
 from .layers import file_layers, mpiio_calls, rmw_files, rmw_ids
@@ -69,9 +70,7 @@ def detect_random_access(profile: JobProfile, cfg: Config) -> list[Finding]:
     # past the previous access: a file whose backward steps its re-opens explain (opened around every access) is
     # re-opened, not read or written at random (metadata-storm covers the opens).  Each process's first open of
     # a file is no re-open.  A file that still hits keeps Darshan's counts.
-    opens = pcol(profile, "POSIX", "POSIX_OPENS", "f8").clip(0)
-    firsts = np.where(t["proc"] >= 0, 1.0, float(nprocs_of(profile)))
-    reopen_f = group_sum(fidx, np.maximum(opens - firsts, 0.0), len(fids))
+    reopen_f = group_sum(fidx, posix_reopens(profile), len(fids))
     beyond = np.maximum(nonseq - reopen_f, 0.0)
     hit = (beyond >= c.min_ops) & (beyond >= c.random_share * np.maximum(ops, 1))
     hit &= ~isin(fids, std_file_ids(profile))  # a terminal or pipe has no offsets to sort

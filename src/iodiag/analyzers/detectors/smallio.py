@@ -17,8 +17,8 @@ from ...findings import Finding, FindingSpec
 from ...profile import OP, JobProfile
 from ...units import fmt_bytes
 from ..metrics import (SIZE_BUCKETS, group_sum, isin, lustre_stripe, merge_counts, metrics_of, mode_of,
-                       module_sums, nprocs_of, ops_group_chunks, pcol, previous_rows, size_hist, small_bucket_count,
-                       std_file_ids)
+                       module_sums, nprocs_of, ops_group_chunks, pcol, posix_reopens, previous_rows, size_hist,
+                       small_bucket_count, std_file_ids)
 from ..context import job_context
 from ._common import file_cost, finding, proc_weights, top_files, top_procs
 from .layers import file_layers, rmw_ids
@@ -220,10 +220,8 @@ def _detect_posix(profile: JobProfile, cfg: Config) -> list[Finding]:
     hist = size_hist(t, "POSIX_SIZE_READ_")[rows & ~theirs, :nb].sum(0) + size_hist(t, "POSIX_SIZE_WRITE_")[rows, :nb].sum(0)
     # re-opens of those files (each process's first open of a file is none): a file opened around every access
     # shows no sequential pattern in Darshan's counters (its offset restarts at each open)
-    opens = t["POSIX_OPENS"].clip(0)[rows].astype("f8")
-    firsts = np.where(t["proc"][rows] >= 0, 1.0, float(m.nprocs))
     facts = {"python": job_context(profile).python, "buffer_bytes": c.buffer_bytes, "posix_ops": n_ops,
-             "reopens": int(np.maximum(opens - firsts, 0).sum()),
+             "reopens": int(posix_reopens(profile)[rows].sum()),
              "consecutive_reads": consec_r, "consecutive_writes": consec_w,
              **_layer_facts(profile, fids[hit], group_sum(fidx, sr.astype("f8"), len(fids))[hit], hist)}
     return [finding(cfg, profile, SMALL_IO.id, f"{n_small:,} of {n_ops:,} reads/writes are smaller than {fmt_bytes(edge)}",

@@ -83,3 +83,14 @@ def require_embedded() -> None:
         embedded.build()
     except (ImportError, IodiagError) as exc:
         pytest.skip(f"the embedded collector cannot be built here: {exc}")
+
+
+def require_darshan_runtime():
+    """The Darshan runtime found the way ``iodiag run --darshan`` finds one; skip (with the reason) where none is."""
+    from iodiag.collectors import darshan as dcol
+    from iodiag.errors import CollectorError
+
+    try:
+        return dcol.find_runtime()
+    except CollectorError as exc:
+        pytest.skip(f"no Darshan runtime on this machine: {exc}")

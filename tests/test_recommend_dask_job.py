@@ -11,16 +11,11 @@ import sys
 
 import pytest
 
-from conftest import run_cli
-from iodiag.collectors import darshan as dcol
-from iodiag.errors import CollectorError
+from conftest import require_darshan_runtime, run_cli
 
 
 def test_a_dask_conversion_cut_too_fine_gets_larger_chunks_and_an_honest_gain(tmp_path):
-    try:
-        dcol.find_runtime()
-    except CollectorError as exc:
-        pytest.skip(f"no Darshan runtime on this machine: {exc}")
+    require_darshan_runtime()
     env = {"IODIAG_HOME": str(tmp_path / "home")}
     nc = tmp_path / "ta.nc"
     g = run_cli("workload", "gen", "--out", str(nc), "--time", "48", "--plev", "4", "--lat", "60", "--lon", "120",

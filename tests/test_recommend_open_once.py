@@ -9,9 +9,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
-from iodiag.collectors import darshan as dcol
-from iodiag.errors import CollectorError
+from conftest import require_darshan_runtime, run_cli
 
 SCRIPT = '''import sys
 import netCDF4
@@ -25,10 +23,7 @@ print(total)
 
 def test_a_netcdf_file_reopened_every_step_is_told_to_open_it_once(tmp_path):
     pytest.importorskip("netCDF4")
-    try:
-        dcol.find_runtime()
-    except CollectorError as exc:
-        pytest.skip(f"no Darshan runtime on this machine: {exc}")
+    require_darshan_runtime()
     env = {"IODIAG_HOME": str(tmp_path / "home")}
     nc = tmp_path / "s.nc"
     g = run_cli("workload", "gen", "--out", str(nc), "--time", "200", "--plev", "2", "--lat", "20", "--lon", "30",

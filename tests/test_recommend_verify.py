@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, corpus_path, run_cli
+from conftest import REPO, corpus_path, require_darshan_runtime, run_cli
 from iodiag.config import Config
 from iodiag.errors import UsageError
 
@@ -487,16 +487,11 @@ def test_speedup_band_on_paired_times():
 def test_read_of_one_step_chunks_is_rechunked_once_then_verified(tmp_path, monkeypatch):
     """The layout fix end to end: a read job of a (1, ·, ·, ·) store under a real collector, its recommendation a
     rechunked copy (prepared once, timed apart) and the read flag pointing at it."""
-    from iodiag.collectors import darshan as dcol
-    from iodiag.errors import CollectorError
     from iodiag.jobs.run import RunOptions, run_job
     from iodiag.service import advise_profile, load_target, verify_job
     from iodiag.workloads.gen import generate
 
-    try:
-        dcol.find_runtime(None)
-    except CollectorError as exc:
-        pytest.skip(f"no Darshan runtime: {exc}")
+    require_darshan_runtime()
     generate(out=str(tmp_path / "r.zarr"), format="zarr2", time=1500, plev=1, lat=8, lon=16, chunks="1,1,8,16")
     res = run_job(RunOptions(command=[PY, "-m", "iodiag.workloads.read", "--path", "r.zarr", "--patterns", "whole",
                                       "--repeat", "1"], collector="darshan", dask=False, name="r",

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, require_darshan_runtime, run_cli
 from iodiag.analyzers.job import load_job_record
 from iodiag.collectors import darshan as dcol
 from iodiag.errors import CollectorError
@@ -40,10 +40,7 @@ def _runtime_or_none():
 
 @pytest.fixture(scope="module")
 def runtime() -> dcol.DarshanRuntime:
-    rt = _runtime_or_none()
-    if isinstance(rt, CollectorError):
-        pytest.skip(f"no Darshan runtime on this machine: {rt}")
-    return rt
+    return require_darshan_runtime()
 
 
 # --- discovery ---------------------------------------------------------------------------------

@@ -54,8 +54,15 @@ def tree_cpu() -> float:
     import psutil
 
     me = psutil.Process()
+    return _cpu_of([me, *me.children(recursive=True)])
+
+
+def _cpu_of(procs) -> float:
+    """CPU seconds of these processes and the children they reaped (a process gone meanwhile counts 0)."""
+    import psutil
+
     total = 0.0
-    for p in [me, *me.children(recursive=True)]:
+    for p in procs:
         try:
             t = p.cpu_times()
         except psutil.Error:
@@ -122,16 +129,7 @@ def _slurm_workers():
 
 def slurm_cpu() -> float:
     """CPU seconds of this process tree plus the worker jobs' processes (live, and the children they reaped)."""
-    import psutil
-
-    total = tree_cpu()
-    for p in _slurm_workers():
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
+    return tree_cpu() + _cpu_of(_slurm_workers())
 
 
 def slurm_peaks() -> dict[str, float]:

@@ -110,21 +110,16 @@ def fit(pairs: Sequence[Mapping[str, Any]]) -> float:
 
 def held_out(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each pair judged by the band taken from the others: its band and whether it held."""
-    out = []
-    for i, r in enumerate(pairs):
-        q = fit([p for j, p in enumerate(pairs) if j != i])
-        lo, hi = r["amdahl"] * math.exp(-q), r["amdahl"] * math.exp(q)
-        out.append({**r, "low": lo, "high": hi, "held": lo <= r["measured"] <= hi})
-    return out
+    return _judged_by(pairs, lambda r: [p for p in pairs if p is not r], min_pairs=0)
 
 
-def _judged_by(pairs: Sequence[Mapping[str, Any]], band_from) -> list[dict[str, Any]]:
+def _judged_by(pairs: Sequence[Mapping[str, Any]], band_from, min_pairs: int = MIN_PAIRS) -> list[dict[str, Any]]:
     """Each pair judged by the band fitted on ``band_from(pair)`` (the pairs it may be judged by); pairs with
-    fewer than MIN_PAIRS of those are left out."""
+    fewer than ``min_pairs`` of those are left out."""
     out = []
     for r in pairs:
         others = band_from(r)
-        if len(others) < MIN_PAIRS:
+        if len(others) < min_pairs:
             continue
         q = fit(others)
         lo, hi = r["amdahl"] * math.exp(-q), r["amdahl"] * math.exp(q)

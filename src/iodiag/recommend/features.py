@@ -312,16 +312,21 @@ def _io_span(profile) -> float | None:
     last-read/write timestamps (relative to each log's start)."""
     import numpy as np
 
+    from ..analyzers.batches import process_batches
     from ..profile import OP
 
     ids = _data_file_ids(profile)
     if not len(ids):
         return None
-    ops = profile.ops
-    if profile.has_dxt:
-        rw = (ops["op"] <= OP["write"]) & np.isin(ops["file_id"], ids)
-        if rw.any():
-            return float(ops["end_s"][rw].max() - ops["start_s"][rw].min())
+    if profile.has_dxt:  # folded over each process's bounded batches: a large trace is never held whole
+        lo, hi = np.inf, -np.inf
+        for batches in process_batches(profile.ops, ("op", "file_id", "start_s", "end_s")):
+            for b in batches:
+                rw = (b["op"] <= OP["write"]) & np.isin(b["file_id"], ids)
+                if rw.any():
+                    lo, hi = min(lo, float(b["start_s"][rw].min())), max(hi, float(b["end_s"][rw].max()))
+        if hi >= lo:
+            return hi - lo
     p = profile.processes
     if not len(p):
         return None

@@ -88,6 +88,7 @@ def above(p):  # a folder on the way to an allowed root: what resolving a path s
     return any(r.startswith(p.rstrip("/") + "/") for r in allowed_roots)
 
 
+print(json.dumps(sorted(f"{kind} {p}" for kind, p in seen)))  # every path touched (the tests sort them out)
 print(json.dumps(sorted(f"{kind} {p}" for kind, p in seen if not inside(p) and not (kind == "stat" and above(p)))))
 '''
 
@@ -104,7 +105,8 @@ def _allowed(tmp: Path) -> list[str]:
     return sorted(roots | {str(Path(r).resolve()) for r in roots})
 
 
-def _outside_reads(tmp: Path, targets: list[tuple[str, str]]) -> list[str]:
+def _guard(tmp: Path, targets: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """("<event> <path>" of every path the reports touched, of those outside the allowed roots)."""
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("IODIAG_")}
@@ -113,12 +115,59 @@ def _outside_reads(tmp: Path, targets: list[tuple[str, str]]) -> list[str]:
     argv = [sys.executable, "-c", GUARD, json.dumps(_allowed(tmp))] + [x for t in targets for x in t]
     run = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    lines = run.stdout.strip().splitlines()
+    return json.loads(lines[-2]), json.loads(lines[-1])
+
+
+def _outside_reads(tmp: Path, targets: list[tuple[str, str]]) -> list[str]:
+    return _guard(tmp, targets)[1]
 
 
 def test_golden_job_reports_read_only_the_repo(tmp_path):
     bad = _outside_reads(tmp_path, [("job", str(JOBS / j)) for j in GOLDEN_JOBS])
     assert not bad, f"the golden job reports read {len(bad)} path(s) outside the repo: {bad[:10]}"
+
+
+def _recorded_paths(value) -> set[str]:
+    """The absolute paths a job folder's JSON records of the machine it ran on (interpreter, preload library,
+    mount points, outputs), each ``:``-separated entry of a path list on its own."""
+    if isinstance(value, dict):
+        return set().union(*(_recorded_paths(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_recorded_paths(v) for v in value)) if value else set()
+    if isinstance(value, str) and value.startswith("/"):
+        return {x.split(" ", 1)[0].rstrip("/") for x in value.split(":") if x.startswith("/")}
+    return set()
+
+
+def test_golden_job_reports_touch_no_path_their_jobs_record():
+    """The golden job folders record paths of the machine they were recorded on (the embedded preload under
+    /root/.cache/iodiag, /var/run in the mount table, the files its processes touched).  Some lie in trees the
+    guard above allows (system folders), where a read would pass on this machine and differ on another: the reports
+    must touch none of them, nor anything below them.  Left out: the repo, ../shared and the running interpreter's
+    installation (its own imports), and the folders above them (mount points such as "/")."""
+    import tempfile
+
+    from iodiag.collectors.embedded.format import read_names
+
+    recorded: set[str] = set()
+    for j in GOLDEN_JOBS:
+        for f in [JOBS / j / "job.json", *sorted((JOBS / j / "meta").glob("*.json"))]:
+            recorded |= _recorded_paths(json.loads(f.read_text()))
+        for f in sorted((JOBS / j / "traces").glob("*.names")):  # every file the job's processes touched
+            recorded |= _recorded_paths(list(read_names(f).values()))
+    # what this run needs anyway: the repo, ../shared and the interpreter's own installation (its imports; on
+    # another machine the recorded interpreter is simply absent), and the folders above them
+    needed = [str(REPO), str(SHARED), sys.prefix, sys.base_prefix, str(Path(sys.executable).parent)]
+    recorded = {r for r in recorded if r and not any(n == r or n.startswith(r + "/") or r.startswith(n + "/")
+                                                     for n in needed)}
+    # the kind of path this is about (what the golden jobs hold, not this machine): the preload library, /var/run
+    assert {"/root/.cache/iodiag/embedded", "/var/run"} <= recorded, sorted(recorded)[:20]
+    with tempfile.TemporaryDirectory() as tmp:
+        touched, _ = _guard(Path(tmp), [("job", str(JOBS / j)) for j in GOLDEN_JOBS])
+    hits = sorted(t for t in touched if any(t.split(" ", 1)[1] == r or t.split(" ", 1)[1].startswith(r + "/")
+                                            for r in recorded))
+    assert not hits, f"the golden job reports touched {len(hits)} path(s) their jobs record: {hits[:10]}"
 
 
 def test_corpus_reports_read_only_the_repo_and_shared(tmp_path):
